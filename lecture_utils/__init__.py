@@ -1,0 +1,1 @@
+"""Helpers shared by the CS336 Lecture 2 notebooks: one topic a module."""

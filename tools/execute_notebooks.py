@@ -1,0 +1,77 @@
+"""Execute notebooks in fresh kernels and report how long each notebook and each slow cell took.
+
+    python tools/execute_notebooks.py            # time every notebook, write nothing
+    python tools/execute_notebooks.py --write    # also rewrite the committed outputs
+    python tools/execute_notebooks.py notebooks/04_flops_and_mfu.ipynb --slow 1
+
+`make outputs` runs it with --write and CUDA hidden, so committed outputs come from the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cell_seconds(cell: nbformat.NotebookNode) -> float:
+    """Wall time of one executed cell, from the timestamps nbclient records."""
+    timing = cell.get("metadata", {}).get("execution", {})
+    start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
+    if not (start and end):
+        return 0.0
+    parse = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00"))  # noqa: E731
+    return (parse(end) - parse(start)).total_seconds()
+
+
+def execute(path: Path, write: bool, slow: float, timeout: int) -> tuple[float, list[tuple[int, float]]]:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", record_timing=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    start = time.perf_counter()
+    client.execute()
+    total = time.perf_counter() - start
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    slow_cells = [(c.execution_count, cell_seconds(c)) for c in code_cells if cell_seconds(c) >= slow]
+    if write:
+        for cell in code_cells:  # timings change every run; keep them out of the committed file
+            cell.metadata.pop("execution", None)
+        nbformat.write(nb, path)
+    return total, slow_cells
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook in notebooks/")
+    parser.add_argument("--write", action="store_true", help="rewrite each notebook with its fresh outputs")
+    parser.add_argument("--slow", type=float, default=1.0, help="list cells slower than this (seconds)")
+    parser.add_argument("--limit", type=float, default=5.0, help="fail if any cell is slower (seconds)")
+    parser.add_argument("--timeout", type=int, default=120, help="per-cell kernel timeout (seconds)")
+    args = parser.parse_args()
+    paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    over_limit = []
+    for path in paths:
+        total, slow_cells = execute(path, args.write, args.slow, args.timeout)
+        print(f"{path.name:40s} {total:6.1f} s")
+        for count, seconds in slow_cells:
+            flag = "  OVER LIMIT" if seconds > args.limit else ""
+            print(f"    cell [{count}] {seconds:5.2f} s{flag}")
+            if seconds > args.limit:
+                over_limit.append((path.name, count))
+    if over_limit:
+        print(f"{len(over_limit)} cell(s) slower than {args.limit} s: {over_limit}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
