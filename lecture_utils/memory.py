@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 import torch
 
 _BINARY_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
@@ -44,3 +46,25 @@ def format_bytes(n: int | float, *, binary: bool = True, digits: int = 1) -> str
     if unit == "B":
         return f"{int(n)} B" if float(n).is_integer() else f"{n:.{digits}f} B"
     return f"{value:.{digits}f} {unit}"
+
+
+def saved_tensor_bytes(fn: Callable[[], object], *, exclude: Iterable[torch.Tensor] = ()) -> int:
+    """Bytes autograd keeps alive for backward while `fn()` runs its forward pass.
+
+    Each storage is counted once, whole (a saved view keeps its full storage alive). Tensors in
+    `exclude` (typically the model's parameters, which exist anyway) are not counted.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    excluded = {t.untyped_storage().data_ptr() for t in exclude}
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in excluded:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()
+    return sum(saved.values())

@@ -1,0 +1,23 @@
+import pytest
+import torch
+
+from lecture_utils.device import device_name, pick_device, sized, synchronize
+
+
+def test_pick_device_matches_what_torch_sees():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert pick_device().type == expected
+
+
+def test_sized_picks_by_device_type():
+    assert sized("cpu", cpu=256, cuda=8192) == 256
+    assert sized(torch.device("cuda", 0), cpu=256, cuda=8192) == 8192
+    with pytest.raises(ValueError, match="no problem size for device type 'meta'"):
+        sized("meta", cpu=1, cuda=2)
+
+
+def test_synchronize_and_name_on_cpu():
+    synchronize("cpu")  # a no-op that must not fail
+    assert device_name("cpu") == "cpu"
+    with pytest.raises(ValueError, match="unsupported device type"):
+        device_name("meta")
