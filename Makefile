@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 # newest release instead (on Linux that is a CUDA build of several GB).
 TORCH ?= torch==2.13.0
 PORT ?= 8888
+# Jupyter refuses to run as root unless told; containers often run as root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: setup lab test outputs figures timing clean
 
@@ -21,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) --no-browser
+	$(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) --no-browser $(ALLOW_ROOT)
 
 test: setup
 	$(BIN)/python -m pytest
