@@ -24,6 +24,7 @@ from lecture_utils.plotting import COLORS, save_figure, use_style
 
 FIGURES: dict[str, str] = {
     "training_days": "lecture_utils.figures:draw_training_days",
+    "linear_layer_matmuls": "lecture_utils.transformer:draw_linear_layer_matmuls",
 }
 
 

@@ -1,0 +1,291 @@
+"""lecture_utils.transformer against autograd, PyTorch's SDPA and FlopCounterMode, and hand-computed values."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+import torch.nn.functional as F
+from jaxtyping import TypeCheckError
+from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+from torch.utils.flop_counter import FlopCounterMode
+
+from lecture_utils.transformer import (
+    TinyLM,
+    TransformerBlock,
+    TransformerConfig,
+    attention_forward_flops,
+    block_matmul_params,
+    causal_attention,
+    draw_linear_layer_matmuls,
+    forward_flops_per_token,
+    matmul_params,
+    merge_heads,
+    parameter_groups,
+    split_heads,
+    training_flops_per_token,
+    two_layer_backward,
+    two_layer_backward_flops,
+    two_layer_forward,
+    two_layer_forward_flops,
+)
+
+SMALL = TransformerConfig(vocab_size=50, max_seq_len=12, d_model=16, n_layers=2, n_heads=4, d_ff=32)
+
+
+def flops_of(fn) -> int:
+    """FlopCounterMode's total, used directly so the tests do not depend on lecture_utils.flops."""
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()
+
+
+def make_model(**kwargs) -> TinyLM:
+    torch.manual_seed(0)
+    return TinyLM(SMALL, **kwargs)
+
+
+def batch_tokens(batch: int = 3, seq: int = 12) -> tuple[torch.Tensor, torch.Tensor]:
+    tokens = torch.randint(SMALL.vocab_size, (batch, seq + 1), generator=torch.Generator().manual_seed(1))
+    return tokens[:, :-1], tokens[:, 1:]
+
+
+def train_step(model: TinyLM, inputs: torch.Tensor, targets: torch.Tensor) -> None:
+    model.zero_grad(set_to_none=True)
+    F.cross_entropy(model(inputs).flatten(0, 1), targets.flatten()).backward()
+
+
+# --- two-layer net ------------------------------------------------------------------------------
+
+
+def two_layer_tensors(batch=5, d=4, k=3):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(batch, d, generator=gen)
+    w1 = torch.randn(d, d, generator=gen, requires_grad=True)
+    w2 = torch.randn(d, k, generator=gen, requires_grad=True)
+    return x, w1, w2
+
+
+@pytest.mark.parametrize("input_grad", [False, True])
+def test_manual_backward_matches_autograd(input_grad):
+    x, w1, w2 = two_layer_tensors()
+    x.requires_grad_(input_grad)
+    h1, h2 = two_layer_forward(x, w1, w2)
+    torch.testing.assert_close(h2, x @ w1 @ w2)
+    grad_h2 = torch.randn(h2.shape, generator=torch.Generator().manual_seed(2))
+    h2.backward(grad_h2)
+    with torch.no_grad():
+        grads = two_layer_backward(x, w1, w2, h1, grad_h2, input_grad=input_grad)
+    torch.testing.assert_close(grads.w1, w1.grad)
+    torch.testing.assert_close(grads.w2, w2.grad)
+    if input_grad:
+        torch.testing.assert_close(grads.x, x.grad)
+    else:
+        assert grads.x is None
+
+
+def test_two_layer_flops_hand_computed():
+    # B=2, D=3, K=4: forward 2*2*3*3 + 2*2*3*4 = 36 + 48; backward 2BDD + 4BDK = 36 + 96.
+    assert two_layer_forward_flops(2, 3, 4) == 84
+    assert two_layer_backward_flops(2, 3, 4) == 132
+    assert two_layer_backward_flops(2, 3, 4, input_grad=True) == 168 == 2 * 84
+
+
+@pytest.mark.parametrize("input_grad", [False, True])
+def test_two_layer_flops_match_flop_counter(input_grad):
+    batch, d, k = 5, 4, 3
+    x, w1, w2 = two_layer_tensors(batch, d, k)
+    x.requires_grad_(input_grad)
+    assert flops_of(lambda: two_layer_forward(x, w1, w2)) == two_layer_forward_flops(batch, d, k)
+    h1, h2 = two_layer_forward(x, w1, w2)
+    loss = h2.square().sum()
+    expected = two_layer_backward_flops(batch, d, k, input_grad=input_grad)
+    assert flops_of(loss.backward) == expected
+    with torch.no_grad():
+        grad_h2 = 2 * h2
+        assert flops_of(lambda: two_layer_backward(x, w1, w2, h1, grad_h2, input_grad=input_grad)) == expected
+
+
+def test_two_layer_rejects_mismatched_shapes():
+    x, w1, w2 = two_layer_tensors(d=4)
+    with pytest.raises(TypeCheckError, match="w2"):
+        two_layer_forward(x, w1, w2[:3])
+    with pytest.raises(TypeCheckError):
+        two_layer_forward(x.long(), w1, w2)
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_two_layer_flops_reject_non_positive(bad):
+    with pytest.raises(ValueError, match="must be positive"):
+        two_layer_forward_flops(bad, 3, 4)
+    with pytest.raises(ValueError, match="must be positive"):
+        two_layer_backward_flops(2, bad, 4)
+
+
+# --- heads and attention ------------------------------------------------------------------------
+
+
+def test_split_and_merge_heads_match_view_and_transpose():
+    x = torch.randn(2, 5, 12)
+    heads = split_heads(x, 3)
+    torch.testing.assert_close(heads, x.view(2, 5, 3, 4).transpose(1, 2))
+    assert heads.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    torch.testing.assert_close(merge_heads(heads), x)
+
+
+def test_split_heads_rejects_bad_head_counts():
+    x = torch.randn(2, 5, 12)
+    with pytest.raises(ValueError, match="does not split into n_heads=5"):
+        split_heads(x, 5)
+    with pytest.raises(ValueError, match="must be positive"):
+        split_heads(x, 0)
+    with pytest.raises(TypeCheckError):
+        split_heads(torch.randn(12), 3)  # no seq axis
+
+
+def test_causal_attention_matches_sdpa():
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 7, 5, generator=gen) for _ in range(3))
+    torch.testing.assert_close(causal_attention(q, k, v), F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    # position 0 sees only itself
+    torch.testing.assert_close(causal_attention(q, k, v)[..., 0, :], v[..., 0, :])
+
+
+def test_causal_attention_rejects_mismatched_shapes():
+    q = torch.randn(2, 3, 7, 5)
+    with pytest.raises(TypeCheckError, match="'k'"):
+        causal_attention(q, torch.randn(2, 3, 7, 6), q)
+    with pytest.raises(TypeCheckError, match="'v'"):
+        causal_attention(q, q, torch.randn(2, 3, 6, 5))
+
+
+def test_attention_forward_flops_matches_counter_and_hand_value():
+    q, k, v = (torch.randn(2, 3, 7, 5) for _ in range(3))
+    assert flops_of(lambda: causal_attention(q, k, v)) == attention_forward_flops(2, 3, 7, 5)
+    assert attention_forward_flops(2, 3, 7, 5) == 4 * 2 * 3 * 7 * 7 * 5
+    with pytest.raises(ValueError, match="seq_len must be positive"):
+        attention_forward_flops(2, 3, 0, 5)
+
+
+# --- the model ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "changes, error",
+    [
+        ({"d_model": 0}, ValueError),
+        ({"n_layers": -2}, ValueError),
+        ({"n_heads": 5}, ValueError),  # 16 does not split into 5 heads
+        ({"vocab_size": 50.0}, TypeError),
+    ],
+)
+def test_config_rejects_bad_sizes(changes, error):
+    sizes = {**vars(SMALL), **changes}
+    with pytest.raises(error):
+        TransformerConfig(**sizes)
+
+
+def test_block_rejects_unknown_attention():
+    with pytest.raises(ValueError, match="'einsum' or 'sdpa'"):
+        TransformerBlock(16, 4, 32, attention="flash")
+
+
+def test_model_rejects_bad_input():
+    model = make_model()
+    with pytest.raises(ValueError, match="longer than max_seq_len=12"):
+        model(torch.zeros(1, 13, dtype=torch.long))
+    with pytest.raises(TypeCheckError):
+        model(torch.zeros(1, 4))  # float tokens
+    with pytest.raises(TypeError, match="TransformerConfig"):
+        TinyLM(vars(SMALL))
+
+
+def test_parameter_groups_match_closed_forms():
+    model = make_model()
+    groups = parameter_groups(model)
+    c = SMALL
+    assert block_matmul_params(16, 32) == 4 * 16 * 16 + 2 * 16 * 32 == 2048
+    assert groups["matmul"] == matmul_params(c) == 2 * 2048 + 16 * 50
+    assert groups["embedding"] == (c.vocab_size + c.max_seq_len) * c.d_model
+    assert groups["norm"] == (2 * c.n_layers + 1) * c.d_model
+    assert groups["other"] == 0
+    assert sum(groups.values()) == sum(p.numel() for p in model.parameters())
+
+
+def test_flops_per_token_hand_computed():
+    # N=10, L=2, H=3, Q=4, T=5: forward 20 + 4*2*3*4*5 = 500; training 3x.
+    assert forward_flops_per_token(10, 2, 3, 4, 5) == 500
+    assert training_flops_per_token(10, 2, 3, 4, 5) == 1500 == 6 * 10 + 12 * 2 * 3 * 4 * 5
+    with pytest.raises(ValueError, match="n_params must be positive"):
+        training_flops_per_token(0, 2, 3, 4, 5)
+
+
+def test_training_step_count_equals_6n_plus_attention():
+    model = make_model()
+    inputs, targets = batch_tokens()
+    batch, seq = inputs.shape
+    c = SMALL
+    per_token = training_flops_per_token(matmul_params(c), c.n_layers, c.n_heads, c.head_dim, seq)
+    assert flops_of(lambda: train_step(model, inputs, targets)) == batch * seq * per_token
+
+
+def test_sdpa_model_matches_einsum_model_and_cpu_count_misses_attention():
+    model, sdpa = make_model(), make_model(attention="sdpa")
+    inputs, targets = batch_tokens()
+    torch.testing.assert_close(sdpa(inputs), model(inputs))
+    batch, seq = inputs.shape
+    c = SMALL
+    missing = flops_of(lambda: train_step(model, inputs, targets)) - flops_of(lambda: train_step(sdpa, inputs, targets))
+    assert missing == 3 * c.n_layers * attention_forward_flops(batch, c.n_heads, seq, c.head_dim)
+
+
+def test_checkpointing_same_gradients_one_more_forward():
+    model, ckpt = make_model(), make_model(checkpoint_blocks=True)
+    inputs, targets = batch_tokens()
+    batch, seq = inputs.shape
+    c = SMALL
+    plain = flops_of(lambda: train_step(model, inputs, targets))
+    with set_checkpoint_early_stop(False):
+        full = flops_of(lambda: train_step(ckpt, inputs, targets))
+    for p, q in zip(model.parameters(), ckpt.parameters()):
+        torch.testing.assert_close(q.grad, p.grad)
+    block_forward = 2 * batch * seq * block_matmul_params(c.d_model, c.d_ff)
+    block_forward += attention_forward_flops(batch, c.n_heads, seq, c.head_dim)
+    assert full == plain + c.n_layers * block_forward
+    # By default recomputation stops once the tensors backward needs exist: the MLP's down
+    # projection, the last matmul of each block, is not rerun.
+    early = flops_of(lambda: train_step(ckpt, inputs, targets))
+    assert early == full - c.n_layers * 2 * batch * seq * c.d_ff * c.d_model
+
+
+def test_checkpointed_block_keeps_only_its_input():
+    torch.manual_seed(0)
+    block = TransformerBlock(16, 4, 32)
+    x = torch.randn(2, 6, 16, requires_grad=True)
+    seen: list[torch.Tensor] = []
+
+    def pack(t):
+        seen.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        checkpoint(block, x, use_reentrant=False)
+    params = {p.untyped_storage().data_ptr() for p in block.parameters()}
+    activations = [t for t in seen if t.untyped_storage().data_ptr() not in params]
+    assert len(activations) == 1 and activations[0] is x
+
+
+# --- figure -------------------------------------------------------------------------------------
+
+
+def test_linear_layer_figure_draws_nine_matrices():
+    fig = draw_linear_layer_matmuls()
+    ax = fig.axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert sum("2 B D K FLOPs" in t for t in texts) == 3
+    assert sum(p.get_width() > 0 for p in ax.patches) == 9
+    plt.close(fig)
