@@ -24,6 +24,10 @@ from lecture_utils.plotting import COLORS, save_figure, use_style
 
 FIGURES: dict[str, str] = {
     "training_days": "lecture_utils.figures:draw_training_days",
+    "float_formats": "lecture_utils.dtypes:draw_float_formats",
+    "float_spacing": "lecture_utils.dtypes:draw_float_spacing",
+    "host_to_gpu": "lecture_utils.dtypes:draw_host_to_gpu",
+    "strides": "lecture_utils.strides:draw_strides",
     "linear_layer_matmuls": "lecture_utils.transformer:draw_linear_layer_matmuls",
 }
 

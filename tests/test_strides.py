@@ -1,0 +1,102 @@
+import itertools
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from lecture_utils.strides import (
+    contiguous_strides,
+    draw_strides,
+    element_via_storage,
+    shares_storage,
+    storage_elements,
+    storage_index,
+)
+
+
+@pytest.mark.parametrize("shape", [(7,), (4, 4), (2, 3, 5), (1, 6, 1, 2), (3, 1, 4, 2, 2)])
+def test_contiguous_strides_match_torch(shape):
+    assert contiguous_strides(shape) == torch.empty(shape).stride()
+
+
+def test_storage_index_hand_computed():
+    assert storage_index((1, 2), (4, 1)) == 6  # the lecture's 4x4 example
+    assert storage_index((1, 2), (1, 4), offset=3) == 3 + 1 + 8
+    assert storage_index((), ()) == 0
+
+
+def _views(x: torch.Tensor) -> list[torch.Tensor]:
+    """Views with offsets, permuted strides, steps and zero strides."""
+    views = [x, x.transpose(0, -1), x.flip(0).contiguous()[1:], x.narrow(-1, 1, x.shape[-1] - 1)]
+    views.append(x[..., ::2])
+    views.append(x.unsqueeze(0).expand(3, *x.shape))
+    if x.dim() >= 2:
+        views.append(x.permute(*range(x.dim() - 1, -1, -1))[1:, ::3])
+    return [v for v in views if v.numel() > 0]
+
+
+def test_element_via_storage_agrees_with_torch_indexing_on_random_shapes_and_views():
+    gen = torch.Generator().manual_seed(0)
+    checked = 0
+    for _ in range(20):
+        shape = torch.randint(2, 5, (int(torch.randint(1, 5, (1,), generator=gen)),), generator=gen).tolist()
+        x = torch.randn(shape, generator=gen)
+        for view in _views(x):
+            for index in itertools.product(*(range(n) for n in view.shape)):
+                assert element_via_storage(view, index).item() == view[index].item()
+                checked += 1
+    assert checked > 1000
+
+
+def test_storage_elements_is_the_whole_storage_without_a_copy():
+    x = torch.arange(12.0).view(3, 4)
+    row = x[2]
+    flat = storage_elements(row)
+    assert flat.tolist() == list(range(12))
+    assert shares_storage(flat, x)
+    flat[5] = -1.0
+    assert x[1, 1].item() == -1.0
+
+
+def test_shares_storage():
+    x = torch.zeros(2, 3)
+    assert shares_storage(x, x.T) and shares_storage(x, x[1]) and shares_storage(x, x.view(6))
+    assert not shares_storage(x, x.clone())
+    assert not shares_storage(x, x.T.contiguous())
+
+
+def test_bad_input_is_rejected():
+    with pytest.raises(ValueError, match="positive"):
+        contiguous_strides((2, 0))
+    with pytest.raises(ValueError, match="positive"):
+        contiguous_strides((-1, 3))
+    with pytest.raises(TypeError, match="sequence of ints"):
+        contiguous_strides("23")
+    with pytest.raises(TypeError, match="hold ints"):
+        contiguous_strides((2.0, 3))
+    with pytest.raises(ValueError, match="dims"):
+        storage_index((1, 2), (4,))
+    with pytest.raises(ValueError, match=">= 0"):
+        storage_index((-1, 0), (4, 1))
+    with pytest.raises(ValueError, match=">= 0"):
+        storage_index((0,), (1,), offset=-2)
+    with pytest.raises(ValueError, match="out of range"):
+        element_via_storage(torch.zeros(2, 3), (0, 3))
+    with pytest.raises(ValueError, match="dims"):
+        element_via_storage(torch.zeros(2, 3), (0,))
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        storage_elements([1.0, 2.0])
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        shares_storage(torch.zeros(1), 0)
+
+
+def test_stride_figure_places_each_storage_element_by_the_formula():
+    fig = draw_strides(3, 4)
+    texts = fig.axes[0].texts
+    assert "stride (4, 1)" in " ".join(t.get_text() for t in texts)
+    assert "stride (1, 4)" in " ".join(t.get_text() for t in texts)
+    # Cell values are the bold digits, drawn storage first, then each grid row by row.
+    cells = [int(t.get_text()) for t in texts if t.get_text().isdigit() and t.get_fontweight() == "bold"]
+    storage = torch.arange(12)
+    assert cells == storage.tolist() + storage.view(3, 4).flatten().tolist() + storage.view(3, 4).T.flatten().tolist()
+    plt.close(fig)
