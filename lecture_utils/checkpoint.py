@@ -1,0 +1,140 @@
+"""Seeding, every RNG state in a safe-to-load form, and checkpoints written atomically and loaded with weights_only."""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+FORMAT_VERSION = 1
+_KEYS = {"format_version", "step", "model", "optimizer", "rng"}
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's `random`, NumPy's global generator and torch on the CPU and every GPU."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be an int in [0, 2**32), got {seed!r}")
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def rng_state(data_generator: torch.Generator) -> dict[str, Any]:
+    """Every random stream a training run draws from, as tensors and plain numbers (weights_only-loadable)."""
+    if not isinstance(data_generator, torch.Generator):
+        raise TypeError(f"data_generator must be a torch.Generator, got {type(data_generator).__name__}")
+    py_version, py_internal, py_gauss = random.getstate()
+    np_name, np_keys, np_pos, np_has_gauss, np_cached = np.random.get_state()
+    return {
+        "python": {"version": py_version, "internal": torch.tensor(py_internal, dtype=torch.int64), "gauss_next": py_gauss},
+        # NumPy hands back a uint32 ndarray; an int64 tensor holds it exactly and is safe to unpickle.
+        "numpy": {
+            "name": np_name,
+            "keys": torch.from_numpy(np_keys.astype(np.int64)),
+            "pos": int(np_pos),
+            "has_gauss": int(np_has_gauss),
+            "cached_gaussian": float(np_cached),
+        },
+        "torch_cpu": torch.get_rng_state(),
+        "torch_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "data": data_generator.get_state(),
+    }
+
+
+def set_rng_state(state: dict[str, Any], data_generator: torch.Generator) -> None:
+    """Put every stream back where rng_state found it (CUDA streams only when this machine has as many GPUs)."""
+    missing = {"python", "numpy", "torch_cpu", "torch_cuda", "data"} - set(state)
+    if missing:
+        raise ValueError(f"RNG state is missing {sorted(missing)}; expected the dict rng_state returns")
+    py = state["python"]
+    random.setstate((py["version"], tuple(py["internal"].tolist()), py["gauss_next"]))
+    npy = state["numpy"]
+    np.random.set_state(
+        (npy["name"], npy["keys"].numpy().astype(np.uint32), npy["pos"], npy["has_gauss"], npy["cached_gaussian"])
+    )
+    torch.set_rng_state(state["torch_cpu"])
+    cuda_states = state["torch_cuda"]
+    if cuda_states and torch.cuda.is_available() and torch.cuda.device_count() == len(cuda_states):
+        torch.cuda.set_rng_state_all(cuda_states)
+    data_generator.set_state(state["data"])
+
+
+def atomic_save(obj: object, path: str | Path) -> Path:
+    """torch.save to a temporary file beside `path`, flush and fsync it, then os.replace it onto `path`.
+
+    os.replace is atomic on one filesystem, so a reader (or a crash) sees either the old file or
+    the complete new one, never a half-written file; a failed save leaves no temporary behind.
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"directory for {path.name!r} does not exist")
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())  # the bytes reach the disk before the rename makes them visible
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    if os.name == "posix":  # make the rename itself durable (Windows cannot open a directory)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    return path
+
+
+def save_checkpoint(
+    path: str | Path,
+    *,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    step: int,
+    data_generator: torch.Generator,
+) -> Path:
+    """Atomically write what a bit-exact resume needs: model, optimizer state, step and every RNG state."""
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"step must be an int >= 0, got {step!r}")
+    checkpoint = {
+        "format_version": FORMAT_VERSION,
+        "step": step,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "rng": rng_state(data_generator),
+    }
+    return atomic_save(checkpoint, path)
+
+
+def load_checkpoint(
+    path: str | Path,
+    *,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer | None,
+    data_generator: torch.Generator | None,
+) -> int:
+    """Load a save_checkpoint file into existing objects and return its step.
+
+    weights_only=True refuses any pickled object but tensors and plain containers, so a
+    checkpoint from elsewhere cannot run code on load. Pass optimizer=None or data_generator=None
+    to skip restoring the optimizer state or the RNG states (to see what that breaks).
+    """
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(checkpoint, dict) or not _KEYS <= set(checkpoint):
+        raise ValueError(f"{Path(path).name} is not a checkpoint written by save_checkpoint; expected keys {sorted(_KEYS)}")
+    if checkpoint["format_version"] != FORMAT_VERSION:
+        raise ValueError(f"checkpoint format {checkpoint['format_version']} is not the supported {FORMAT_VERSION}")
+    model.load_state_dict(checkpoint["model"])
+    if optimizer is not None:
+        optimizer.load_state_dict(checkpoint["optimizer"])
+    if data_generator is not None:
+        set_rng_state(checkpoint["rng"], data_generator)
+    return checkpoint["step"]

@@ -1,0 +1,151 @@
+"""Token data on disk: a synthetic corpus, .npy files read through a memory map, and random batches."""
+
+from __future__ import annotations
+
+import bisect
+from pathlib import Path
+
+import numpy as np
+import torch
+from jaxtyping import Float, Integer, Int
+
+
+def _check_count(name: str, value: int, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+def _check_cpu_generator(generator: torch.Generator) -> None:
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    if generator.device.type != "cpu":
+        raise ValueError(f"generator must live on the CPU (offsets are drawn there), got one on {generator.device}")
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    """The smallest unsigned dtype that holds every token id below vocab_size: uint16 up to 65,536 ids."""
+    _check_count("vocab_size", vocab_size)
+    if vocab_size <= 2**16:
+        return np.dtype(np.uint16)
+    if vocab_size <= 2**32:
+        return np.dtype(np.uint32)
+    raise ValueError(f"vocab_size {vocab_size} does not fit in uint32; expected at most {2**32}")
+
+
+def random_transition_matrix(
+    vocab_size: int, *, generator: torch.Generator, sharpness: float = 2.5
+) -> Float[torch.Tensor, "vocab vocab"]:
+    """A random Markov chain over token ids: row i is the distribution of the token after token i.
+
+    Rows are softmax(sharpness x standard normal): larger sharpness makes each row peakier, so the
+    text is more predictable and the lowest reachable loss (the entropy rate) is lower.
+    """
+    _check_count("vocab_size", vocab_size)
+    _check_cpu_generator(generator)
+    if not sharpness >= 0:
+        raise ValueError(f"sharpness must be >= 0, got {sharpness}")
+    logits = sharpness * torch.randn(vocab_size, vocab_size, generator=generator, dtype=torch.float64)
+    return torch.softmax(logits, dim=1)
+
+
+def _check_transition(transition: torch.Tensor) -> None:
+    if not isinstance(transition, torch.Tensor) or transition.ndim != 2 or transition.shape[0] != transition.shape[1]:
+        raise ValueError("transition must be a square (vocab, vocab) tensor of probabilities")
+    if (transition < 0).any() or not torch.allclose(transition.sum(1), torch.ones((), dtype=transition.dtype)):
+        raise ValueError("every row of transition must be a probability distribution (non-negative, sums to 1)")
+
+
+def sample_markov_chain(
+    transition: Float[torch.Tensor, "vocab vocab"], num_tokens: int, *, generator: torch.Generator
+) -> Int[np.ndarray, " tokens"]:
+    """Walk the chain for num_tokens steps from token 0: a corpus whose next token depends on the last one."""
+    _check_transition(transition)
+    _check_count("num_tokens", num_tokens)
+    _check_cpu_generator(generator)
+    vocab_size = transition.shape[0]
+    # Inverse-CDF sampling on plain Python lists: a sequential walk is far faster there than
+    # one small torch call per token.
+    cdf = transition.double().cumsum(1).tolist()
+    uniforms = torch.rand(num_tokens, generator=generator, dtype=torch.float64).tolist()
+    tokens = np.empty(num_tokens, dtype=np.int64)
+    state = 0
+    for i, u in enumerate(uniforms):
+        state = min(bisect.bisect_right(cdf[state], u), vocab_size - 1)
+        tokens[i] = state
+    return tokens
+
+
+def entropy_rate(transition: Float[torch.Tensor, "vocab vocab"]) -> float:
+    """Nats per token of the chain in its stationary state: the lowest loss any model can reach on it."""
+    _check_transition(transition)
+    p = transition.double()
+    vocab_size = p.shape[0]
+    # The stationary distribution pi solves pi P = pi with sum(pi) = 1; least squares on the
+    # stacked equations finds it even for periodic chains, where power iteration would cycle.
+    equations = torch.cat([p.T - torch.eye(vocab_size, dtype=p.dtype), torch.ones(1, vocab_size, dtype=p.dtype)])
+    target = torch.zeros(vocab_size + 1, 1, dtype=p.dtype)
+    target[-1] = 1.0
+    stationary = torch.linalg.lstsq(equations, target).solution.squeeze(1)
+    row_entropy = -(p * torch.log(p.clamp_min(1e-300))).sum(1)
+    return float(stationary @ row_entropy)
+
+
+def save_tokens(path: str | Path, tokens: Integer[np.ndarray, " tokens"], vocab_size: int) -> Path:
+    """Write token ids as a real .npy file (header + raw ids) in the smallest dtype that holds the vocab."""
+    path = Path(path)
+    if path.suffix != ".npy":
+        raise ValueError(f"token files are written with np.save and end in .npy, got {path.name!r}")
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer):
+        raise TypeError(f"tokens must be a 1-D integer array, got shape {tokens.shape} of dtype {tokens.dtype}")
+    dtype = token_dtype(vocab_size)
+    if tokens.size and (tokens.min() < 0 or tokens.max() >= vocab_size):
+        raise ValueError(f"token ids must lie in [0, {vocab_size}), got [{tokens.min()}, {tokens.max()}]")
+    np.save(path, tokens.astype(dtype), allow_pickle=False)
+    return path
+
+
+def load_tokens(path: str | Path) -> np.memmap:
+    """Open a .npy token file as a read-only memory map: nothing but the header is read until indexed."""
+    tokens = np.load(path, mmap_mode="r", allow_pickle=False)
+    if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer):
+        raise TypeError(f"{Path(path).name}: expected a 1-D integer array, got shape {tokens.shape} of {tokens.dtype}")
+    return tokens
+
+
+def get_batch(
+    data: Integer[np.ndarray, " tokens"],
+    batch_size: int,
+    context_length: int,
+    device: torch.device | str,
+    generator: torch.Generator,
+) -> tuple[Int[torch.Tensor, "batch seq"], Int[torch.Tensor, "batch seq"]]:
+    """batch_size random windows of the data: inputs x and targets y = x shifted one token left, int64 on device.
+
+    Start offsets come from `generator` (a CPU torch.Generator), so the data order is reproducible
+    and independent of every other random stream.
+    """
+    if not isinstance(data, np.ndarray) or data.ndim != 1:
+        raise TypeError(f"data must be a 1-D numpy array (e.g. from load_tokens), got {type(data).__name__}")
+    if not np.issubdtype(data.dtype, np.integer):
+        raise TypeError(f"data must hold integer token ids, got dtype {data.dtype}")
+    _check_count("batch_size", batch_size)
+    _check_count("context_length", context_length)
+    if context_length + 1 > len(data):
+        raise ValueError(
+            f"context_length {context_length} needs {context_length + 1} tokens (inputs plus one target), "
+            f"but the data has only {len(data)}"
+        )
+    _check_cpu_generator(generator)
+    device = torch.device(device)
+    starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator)
+    # One fancy index into the memmap copies just these windows (a few pages each) into RAM.
+    index = starts.numpy()[:, None] + np.arange(context_length + 1)
+    windows = torch.from_numpy(data[index].astype(np.int64))  # (batch, seq + 1)
+    x, y = windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+    if device.type == "cuda":
+        # Page-locked host memory lets the copy run asynchronously with the GPU's other work.
+        return x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
+    return x.to(device), y.to(device)

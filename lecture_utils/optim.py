@@ -1,0 +1,252 @@
+"""SGD, momentum, AdaGrad, RMSProp, Adam and AdamW written out as torch.optim.Optimizer subclasses.
+
+Each one is a short `_update` that says the math; the base class walks the parameter groups,
+skips parameters without a gradient and checks the hyperparameters. Every class is built as
+`cls(params, lr=...)` and matches its torch.optim counterpart (tests/test_optim.py):
+
+    SGD       torch.optim.SGD(lr, weight_decay)
+    Momentum  torch.optim.SGD(lr, momentum, weight_decay, dampening=0)
+    AdaGrad   torch.optim.Adagrad(lr, eps, weight_decay, initial_accumulator_value)
+    RMSProp   torch.optim.RMSprop(lr, alpha, eps, weight_decay)
+    Adam      torch.optim.Adam(lr, betas, eps, weight_decay)
+    AdamW     torch.optim.AdamW(lr, betas, eps, weight_decay)
+
+State lives in `self.state[p]` as tensors shaped like the parameter, so state_dict() and
+load_state_dict() round-trip it. Step counters are Python ints: they cost no tensor memory,
+so the state bytes are exactly 0, 1 or 2 times the parameter bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import torch
+from jaxtyping import Float
+
+ParamsT = Iterable[torch.Tensor] | Iterable[dict[str, Any]]
+
+
+def _number(name: str, value: object, *, high: float | None = None) -> None:
+    """Reject a hyperparameter that is not a real number in [0, high) (or >= 0 without a high)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a float, got {type(value).__name__}")
+    if value < 0 or (high is not None and value >= high):
+        bounds = f"[0, {high})" if high is not None else ">= 0"
+        raise ValueError(f"{name} must be in {bounds}, got {value}")
+
+
+class _Optimizer(torch.optim.Optimizer):
+    """Shared loop: for every parameter with a gradient, call `_update(p, grad, state, group)`."""
+
+    # Hyperparameters with an upper bound (momentum-like averages must stay below 1 to forget).
+    _below_one: tuple[str, ...] = ()
+    # True: weight decay shrinks p directly (AdamW); False: it is an L2 term added to the gradient.
+    decoupled_weight_decay = False
+
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
+        self._check(defaults)
+        super().__init__(params, defaults)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters, checking any hyperparameters it overrides."""
+        super().add_param_group(param_group)
+        self._check({k: v for k, v in self.param_groups[-1].items() if k in self.defaults})
+
+    def _check(self, hyper: dict[str, Any]) -> None:
+        for name, value in hyper.items():
+            if name == "betas":
+                if not (isinstance(value, (tuple, list)) and len(value) == 2):
+                    raise TypeError(f"betas must be a pair (beta1, beta2), got {value!r}")
+                for i, beta in enumerate(value):
+                    _number(f"betas[{i}]", beta, high=1.0)
+            else:
+                _number(name, value, high=1.0 if name in self._below_one else None)
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], torch.Tensor] | None = None) -> torch.Tensor | None:
+        """Update every parameter that has a gradient; `closure` re-evaluates the loss if given."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    raise ValueError(f"{type(self).__name__} supports dense gradients only, got a sparse one")
+                grad = p.grad
+                if group["weight_decay"] and not self.decoupled_weight_decay:
+                    grad = grad.add(p, alpha=group["weight_decay"])  # the gradient of (wd / 2) |p|^2
+                self._update(p, grad, self.state[p], group)
+        return loss
+
+    def _update(self, p: torch.Tensor, grad: torch.Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        """Change p in place by one step, given its gradient (weight decay included), state and group."""
+        raise NotImplementedError
+
+
+class SGD(_Optimizer):
+    """p <- p - lr * g. No state."""
+
+    def __init__(self, params: ParamsT, lr: float = 1e-2, weight_decay: float = 0.0) -> None:
+        super().__init__(params, dict(lr=lr, weight_decay=weight_decay))
+
+    def _update(self, p, grad, state, group):
+        p.add_(grad, alpha=-group["lr"])
+
+
+class Momentum(_Optimizer):
+    """Heavy ball: v <- mu * v + g; p <- p - lr * v. One state tensor (the velocity).
+
+    Some write the velocity as an average, v <- mu * v + (1 - mu) * g; from v = 0 that is this
+    update with lr scaled by (1 - mu). This form is torch.optim.SGD's with dampening=0.
+    """
+
+    _below_one = ("momentum",)
+
+    def __init__(self, params: ParamsT, lr: float = 1e-2, momentum: float = 0.9, weight_decay: float = 0.0) -> None:
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay))
+
+    def _update(self, p, grad, state, group):
+        if "velocity" not in state:
+            state["velocity"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        v = state["velocity"]
+        v.mul_(group["momentum"]).add_(grad)
+        p.add_(v, alpha=-group["lr"])
+
+
+class AdaGrad(_Optimizer):
+    """s <- s + g^2; p <- p - lr * g / (sqrt(s) + eps). One state tensor (the sum of squares).
+
+    eps sits outside the square root, as in torch.optim.Adagrad; the lecture's sketch writes
+    sqrt(s + eps). Both only guard against dividing by zero and differ once s is near eps.
+    """
+
+    def __init__(self, params: ParamsT, lr: float = 1e-2, eps: float = 1e-10, weight_decay: float = 0.0,
+                 initial_accumulator_value: float = 0.0) -> None:
+        super().__init__(params, dict(lr=lr, eps=eps, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value))
+
+    def _update(self, p, grad, state, group):
+        if "sum_sq" not in state:
+            state["sum_sq"] = torch.full_like(p, group["initial_accumulator_value"],
+                                              memory_format=torch.preserve_format)
+        s = state["sum_sq"]
+        s.addcmul_(grad, grad)
+        p.addcdiv_(grad, s.sqrt().add_(group["eps"]), value=-group["lr"])
+
+
+class RMSProp(_Optimizer):
+    """AdaGrad with a forgetting average: s <- alpha * s + (1 - alpha) * g^2; p <- p - lr * g / (sqrt(s) + eps)."""
+
+    _below_one = ("alpha",)
+
+    def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0) -> None:
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay))
+
+    def _update(self, p, grad, state, group):
+        if "square_avg" not in state:
+            state["square_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        s = state["square_avg"]
+        s.mul_(group["alpha"]).addcmul_(grad, grad, value=1 - group["alpha"])
+        p.addcdiv_(grad, s.sqrt().add_(group["eps"]), value=-group["lr"])
+
+
+class Adam(_Optimizer):
+    """RMSProp plus momentum (Kingma & Ba, 2014): averages m of g and v of g^2, both bias-corrected.
+
+    m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2;  p <- p - lr * m_hat / (sqrt(v_hat) + eps),
+    with m_hat = m / (1 - b1^t) and v_hat = v / (1 - b2^t). Weight decay here is the L2 kind
+    (added to g); AdamW decouples it. Two state tensors, plus the step count t as an int.
+    """
+
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0) -> None:
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    def _update(self, p, grad, state, group):
+        if "step" not in state:
+            state["step"] = 0
+            state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        lr, (beta1, beta2) = group["lr"], group["betas"]
+        if self.decoupled_weight_decay:
+            p.mul_(1 - lr * group["weight_decay"])  # shrink p directly, not through the adaptive scaling
+        state["step"] += 1
+        t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+        m.lerp_(grad, 1 - beta1)
+        v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = (v.sqrt() / (1 - beta2**t) ** 0.5).add_(group["eps"])
+        p.addcdiv_(m, denom, value=-lr / (1 - beta1**t))
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter, 2019): p <- p (1 - lr wd) before the Adam step."""
+
+    decoupled_weight_decay = True
+
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2) -> None:
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+
+OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
+    "sgd": SGD,
+    "momentum": Momentum,
+    "adagrad": AdaGrad,
+    "rmsprop": RMSProp,
+    "adam": Adam,
+    "adamw": AdamW,
+}
+
+STATE_TENSORS_PER_PARAM: dict[str, int] = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}
+
+
+def optimizer_state_bytes(optimizer: torch.optim.Optimizer) -> int:
+    """Bytes of every tensor the optimizer keeps in its state (Python numbers count as 0)."""
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"expected a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    return sum(
+        v.numel() * v.element_size()
+        for state in optimizer.state.values()
+        for v in state.values()
+        if isinstance(v, torch.Tensor)
+    )
+
+
+def trajectories(
+    optimizer: str | type[torch.optim.Optimizer],
+    loss_fn: Callable[[Float[torch.Tensor, "... dim"]], Float[torch.Tensor, "..."]],
+    start: Sequence[float],
+    *,
+    steps: int,
+    lrs: Sequence[float],
+    **hyperparameters: Any,
+) -> Float[torch.Tensor, "lr steps_plus_1 dim"]:
+    """The points an optimizer visits minimizing `loss_fn` from `start`, once per learning rate.
+
+    Each learning rate gets its own copy of the point in its own parameter group, so one
+    optimizer runs the whole sweep. Row [i, t] is the point after t steps with lrs[i].
+    """
+    cls = OPTIMIZERS.get(optimizer) if isinstance(optimizer, str) else optimizer
+    if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)):
+        raise ValueError(f"unknown optimizer {optimizer!r}; expected one of {sorted(OPTIMIZERS)} or an Optimizer class")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    if len(lrs) == 0:
+        raise ValueError("lrs must hold at least one learning rate")
+    start_t = torch.tensor(start, dtype=torch.float64)
+    if start_t.dim() != 1:
+        raise ValueError(f"start must be a flat sequence of coordinates, got shape {tuple(start_t.shape)}")
+    points = [torch.nn.Parameter(start_t.clone()) for _ in lrs]
+    opt = cls([{"params": [p], "lr": lr} for p, lr in zip(points, lrs)], lr=lrs[0], **hyperparameters)
+    path = [torch.stack(points).detach()]
+    for _ in range(steps):
+        opt.zero_grad()
+        loss_fn(torch.stack(points)).sum().backward()
+        opt.step()
+        path.append(torch.stack(points).detach())
+    return torch.stack(path, dim=1)

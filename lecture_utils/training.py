@@ -1,0 +1,213 @@
+"""A training loop small enough to read: seeded init, warm-up + cosine schedule, clipping, evaluation, logging."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from jaxtyping import Float, Int, Integer
+from torch import nn
+
+from lecture_utils.data import get_batch
+
+
+def init_weights_(model: nn.Module, generator: torch.Generator, *, std: float = 0.02) -> nn.Module:
+    """Redraw every Linear and Embedding weight from `generator` as N(0, std^2) cut at 3 std; zero the biases.
+
+    An explicit generator makes the init reproducible, or variable, on its own, whatever the data
+    order and the global stream do. Small weights make the first predictions nearly uniform, so
+    a language model's loss starts at about log(vocab_size).
+    """
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    if not std > 0:
+        raise ValueError(f"std must be positive, got {std}")
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                # Draw where the generator lives and copy: a CPU generator then gives the same
+                # weights whether the model sits on the CPU or on a GPU.
+                weight = torch.empty(module.weight.shape, device=generator.device)
+                nn.init.trunc_normal_(weight, std=std, a=-3 * std, b=3 * std, generator=generator)
+                module.weight.copy_(weight)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                module.bias.zero_()
+    return model
+
+
+def lm_loss(logits: Float[torch.Tensor, "batch seq vocab"], targets: Int[torch.Tensor, "batch seq"]) -> torch.Tensor:
+    """Mean cross-entropy of next-token predictions, in nats per token."""
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+def lr_at(step: int, *, max_lr: float, min_lr: float, warmup_steps: int, total_steps: int) -> float:
+    """Learning rate of 0-based `step`: linear warm-up to max_lr, cosine decay to min_lr at total_steps, then min_lr.
+
+    The rate is a pure function of the step, so a checkpoint needs only the step to resume it.
+    """
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"step must be an int >= 0, got {step!r}")
+    if not 0 <= min_lr <= max_lr:
+        raise ValueError(f"need 0 <= min_lr <= max_lr, got min_lr={min_lr}, max_lr={max_lr}")
+    if not 0 <= warmup_steps <= total_steps or total_steps < 1:
+        raise ValueError(f"need 0 <= warmup_steps <= total_steps and total_steps >= 1, got {warmup_steps}, {total_steps}")
+    if step < warmup_steps:
+        return max_lr * (step + 1) / warmup_steps
+    if step >= total_steps:
+        return min_lr
+    progress = (step - warmup_steps) / (total_steps - warmup_steps)
+    return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything the loop needs besides model, optimizer and data; the schedule runs over total_steps."""
+
+    max_lr: float
+    total_steps: int
+    batch_size: int = 16
+    context_length: int = 32
+    warmup_steps: int = 10
+    min_lr_ratio: float = 0.1
+    max_grad_norm: float = 1.0
+    eval_every: int = 25
+    eval_batches: int = 4
+    eval_seed: int = 1234
+
+    def __post_init__(self) -> None:
+        for name in ("total_steps", "batch_size", "context_length", "eval_every", "eval_batches"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not self.max_lr > 0:
+            raise ValueError(f"max_lr must be positive, got {self.max_lr}")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise ValueError(f"min_lr_ratio must lie in [0, 1], got {self.min_lr_ratio}")
+        if not 0 <= self.warmup_steps <= self.total_steps:
+            raise ValueError(f"warmup_steps must lie in [0, total_steps], got {self.warmup_steps}")
+        if not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm must be positive, got {self.max_grad_norm}")
+
+    def lr(self, step: int) -> float:
+        """The scheduled learning rate at `step`."""
+        return lr_at(
+            step,
+            max_lr=self.max_lr,
+            min_lr=self.max_lr * self.min_lr_ratio,
+            warmup_steps=self.warmup_steps,
+            total_steps=self.total_steps,
+        )
+
+
+@dataclass
+class TrainLog:
+    """Per-update records keyed by the 0-based step; eval_step counts the updates done before each evaluation."""
+
+    step: list[int] = field(default_factory=list)
+    lr: list[float] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)
+    grad_norm: list[float] = field(default_factory=list)
+    eval_step: list[int] = field(default_factory=list)
+    eval_loss: list[float] = field(default_factory=list)
+
+
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    x: Int[torch.Tensor, "batch seq"],
+    y: Int[torch.Tensor, "batch seq"],
+    *,
+    lr: float,
+    max_grad_norm: float,
+) -> tuple[float, float]:
+    """One update: set lr, forward, loss, zero_grad, backward, clip, step. Returns (loss, grad norm before clipping)."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    model.train()
+    loss = lm_loss(model(x), y)
+    # None instead of zero tensors: saves a memset and lets backward write the gradient directly.
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    optimizer.step()
+    return loss.item(), grad_norm.item()
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module,
+    data: Integer[np.ndarray, " tokens"],
+    *,
+    batch_size: int,
+    context_length: int,
+    batches: int,
+    device: torch.device | str,
+    seed: int,
+) -> float:
+    """Mean loss on `batches` held-out batches, the same ones on every call (their own generator, from `seed`).
+
+    Dropout is off during evaluation and no shared random stream is touched, so evaluating
+    leaves the training run exactly as it would have been without it.
+    """
+    was_training = model.training
+    model.eval()
+    generator = torch.Generator().manual_seed(seed)
+    losses = [
+        lm_loss(model(x), y).item()
+        for x, y in (get_batch(data, batch_size, context_length, device, generator) for _ in range(batches))
+    ]
+    model.train(was_training)
+    return sum(losses) / len(losses)
+
+
+def train(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    train_data: Integer[np.ndarray, " tokens"],
+    config: TrainConfig,
+    *,
+    device: torch.device | str,
+    data_generator: torch.Generator,
+    start_step: int = 0,
+    stop_step: int | None = None,
+    eval_data: Integer[np.ndarray, " tokens"] | None = None,
+    log: TrainLog | None = None,
+    print_every: int | None = None,
+) -> TrainLog:
+    """Run steps start_step .. stop_step - 1 (default: to config.total_steps), evaluating every config.eval_every steps.
+
+    Pass the log of an earlier call to continue it. print_every prints a line at each evaluation
+    whose step is a multiple of it.
+    """
+    stop_step = config.total_steps if stop_step is None else stop_step
+    if not 0 <= start_step <= stop_step:
+        raise ValueError(f"need 0 <= start_step <= stop_step, got {start_step} and {stop_step}")
+    log = TrainLog() if log is None else log
+    for step in range(start_step, stop_step):
+        x, y = get_batch(train_data, config.batch_size, config.context_length, device, data_generator)
+        loss, grad_norm = train_step(
+            model, optimizer, x, y, lr=config.lr(step), max_grad_norm=config.max_grad_norm
+        )
+        log.step.append(step)
+        # Record the rate the optimizer actually held, not the schedule's value, so a schedule
+        # that never reached the optimizer shows up in the log.
+        log.lr.append(optimizer.param_groups[0]["lr"])
+        log.train_loss.append(loss)
+        log.grad_norm.append(grad_norm)
+        done = step + 1
+        if eval_data is not None and (done % config.eval_every == 0 or done == config.total_steps):
+            eval_loss = evaluate(
+                model, eval_data, batch_size=config.batch_size, context_length=config.context_length,
+                batches=config.eval_batches, device=device, seed=config.eval_seed,
+            )
+            log.eval_step.append(done)
+            log.eval_loss.append(eval_loss)
+            if print_every and done % print_every == 0:
+                print(
+                    f"step {done:4d}  lr {log.lr[-1]:.2e}  train loss {loss:.3f}  "
+                    f"eval loss {eval_loss:.3f}  grad norm {grad_norm:.2f}"
+                )
+    return log

@@ -1,0 +1,196 @@
+"""Token files, memory maps, batches and the synthetic Markov corpus, checked against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lecture_utils.data import (
+    entropy_rate,
+    get_batch,
+    load_tokens,
+    random_transition_matrix,
+    sample_markov_chain,
+    save_tokens,
+    token_dtype,
+)
+
+
+@pytest.mark.parametrize(
+    ("vocab_size", "dtype"),
+    [(64, np.uint16), (32_000, np.uint16), (2**16, np.uint16), (2**16 + 1, np.uint32), (128_256, np.uint32)],
+)
+def test_token_dtype_is_the_smallest_that_fits(vocab_size, dtype):
+    assert token_dtype(vocab_size) == np.dtype(dtype)
+    assert np.iinfo(token_dtype(vocab_size)).max >= vocab_size - 1
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2**32 + 1])
+def test_token_dtype_rejects_impossible_vocabularies(bad):
+    with pytest.raises(ValueError, match="vocab_size"):
+        token_dtype(bad)
+
+
+def test_saved_tokens_are_a_real_npy_file_read_through_a_memmap(tmp_path):
+    tokens = np.arange(1000) % 50
+    path = save_tokens(tmp_path / "train.npy", tokens, vocab_size=50)
+    with open(path, "rb") as f:
+        assert np.lib.format.read_magic(f) == (1, 0)
+        header_bytes = f.tell() + 2 + int.from_bytes(f.read(2), "little")
+    assert path.stat().st_size == header_bytes + 2 * len(tokens)  # uint16: 2 bytes a token
+    np.testing.assert_array_equal(np.load(path), tokens)  # plain np.load agrees: the format is standard
+    data = load_tokens(path)
+    assert isinstance(data, np.memmap) and data.dtype == np.uint16
+    np.testing.assert_array_equal(data, tokens)
+    with pytest.raises(ValueError, match="read-only"):
+        data[0] = 1
+
+
+def test_memmap_reads_the_file_when_indexed_not_when_opened(tmp_path):
+    path = save_tokens(tmp_path / "tokens.npy", np.zeros(10_000, dtype=np.int64), vocab_size=10)
+    data = load_tokens(path)
+    offset = path.stat().st_size - 2 * 10_000 + 2 * 4_321
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(np.uint16(7).tobytes())
+    assert data[4_321] == 7
+
+
+def test_save_tokens_rejects_bad_input(tmp_path):
+    with pytest.raises(ValueError, match=".npy"):
+        save_tokens(tmp_path / "train.bin", np.arange(4), vocab_size=4)
+    with pytest.raises(TypeError, match="integer"):
+        save_tokens(tmp_path / "train.npy", np.linspace(0, 1, 4), vocab_size=4)
+    with pytest.raises(ValueError, match=r"\[0, 4\)"):
+        save_tokens(tmp_path / "train.npy", np.arange(5), vocab_size=4)
+
+
+def test_load_tokens_rejects_a_2d_file(tmp_path):
+    np.save(tmp_path / "grid.npy", np.zeros((3, 4), dtype=np.uint16))
+    with pytest.raises(TypeError, match="1-D"):
+        load_tokens(tmp_path / "grid.npy")
+
+
+def test_batch_targets_are_inputs_shifted_by_one():
+    # Token i sits at position i, so every window's first token is its offset.
+    data = np.arange(500, dtype=np.uint16)
+    x, y = get_batch(data, 8, 16, "cpu", torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (8, 16)
+    assert x.dtype == y.dtype == torch.int64 and x.device.type == "cpu"
+    offsets = x[:, :1]
+    torch.testing.assert_close(x, offsets + torch.arange(16))
+    torch.testing.assert_close(y, x + 1)
+
+
+def test_every_offset_can_be_drawn_including_the_last():
+    data = np.arange(20, dtype=np.uint16)
+    x, y = get_batch(data, 2_000, 5, "cpu", torch.Generator().manual_seed(1))
+    assert set(x[:, 0].tolist()) == set(range(20 - 5))  # the last window ends on the last token
+    assert y.max().item() == 19
+
+
+def test_batches_follow_their_own_generator_only():
+    data = np.arange(10_000, dtype=np.uint16)
+    torch.manual_seed(0)
+    first = get_batch(data, 4, 8, "cpu", torch.Generator().manual_seed(7))
+    torch.manual_seed(99)  # the global stream must not matter
+    again = get_batch(data, 4, 8, "cpu", torch.Generator().manual_seed(7))
+    other = get_batch(data, 4, 8, "cpu", torch.Generator().manual_seed(8))
+    assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
+    assert not torch.equal(first[0], other[0])
+
+
+def test_get_batch_reads_from_a_memmap(tmp_path):
+    data = load_tokens(save_tokens(tmp_path / "t.npy", np.arange(300) % 256, vocab_size=256))
+    x, y = get_batch(data, 3, 10, "cpu", torch.Generator().manual_seed(2))
+    expected = torch.from_numpy(np.asarray(data, dtype=np.int64))
+    for row_x, row_y in zip(x, y):
+        start = int(np.flatnonzero(np.asarray(data) == row_x[0].item())[0])
+        torch.testing.assert_close(row_x, expected[start : start + 10])
+        torch.testing.assert_close(row_y, expected[start + 1 : start + 11])
+
+
+def test_get_batch_rejects_a_context_longer_than_the_data():
+    data = np.arange(10, dtype=np.uint16)
+    get_batch(data, 1, 9, "cpu", torch.Generator())  # 9 inputs + 1 target = all 10 tokens
+    with pytest.raises(ValueError, match="context_length 10 needs 11 tokens.*only 10"):
+        get_batch(data, 1, 10, "cpu", torch.Generator())
+
+
+def test_get_batch_rejects_non_integer_tokens():
+    with pytest.raises(TypeError, match="integer token ids, got dtype float32"):
+        get_batch(np.zeros(100, dtype=np.float32), 2, 4, "cpu", torch.Generator())
+
+
+@pytest.mark.parametrize("batch_size", [0, -1])
+def test_get_batch_rejects_an_empty_batch(batch_size):
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        get_batch(np.arange(100, dtype=np.uint16), batch_size, 4, "cpu", torch.Generator())
+
+
+def test_get_batch_rejects_other_bad_arguments():
+    data = np.arange(100, dtype=np.uint16)
+    with pytest.raises(TypeError, match="batch_size must be an int"):
+        get_batch(data, 2.0, 4, "cpu", torch.Generator())
+    with pytest.raises(ValueError, match="context_length must be >= 1"):
+        get_batch(data, 2, 0, "cpu", torch.Generator())
+    with pytest.raises(TypeError, match="torch.Generator"):
+        get_batch(data, 2, 4, "cpu", np.random.default_rng(0))
+    with pytest.raises(TypeError, match="1-D numpy array"):
+        get_batch(torch.arange(100), 2, 4, "cpu", torch.Generator())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_get_batch_on_cuda_matches_the_cpu():
+    data = np.arange(1_000, dtype=np.uint16)
+    x_gpu, y_gpu = get_batch(data, 4, 8, "cuda", torch.Generator().manual_seed(3))
+    x_cpu, y_cpu = get_batch(data, 4, 8, "cpu", torch.Generator().manual_seed(3))
+    assert x_gpu.device.type == "cuda"
+    assert torch.equal(x_gpu.cpu(), x_cpu) and torch.equal(y_gpu.cpu(), y_cpu)
+
+
+def test_transition_matrix_rows_are_distributions():
+    p = random_transition_matrix(16, generator=torch.Generator().manual_seed(0))
+    assert p.shape == (16, 16) and (p >= 0).all()
+    torch.testing.assert_close(p.sum(1), torch.ones(16, dtype=p.dtype))
+    assert torch.equal(p, random_transition_matrix(16, generator=torch.Generator().manual_seed(0)))
+
+
+def test_markov_samples_follow_the_transition_matrix():
+    p = random_transition_matrix(4, generator=torch.Generator().manual_seed(0), sharpness=1.0)
+    tokens = sample_markov_chain(p, 200_000, generator=torch.Generator().manual_seed(1))
+    counts = np.zeros((4, 4))
+    np.add.at(counts, (tokens[:-1], tokens[1:]), 1)
+    empirical = counts / counts.sum(1, keepdims=True)
+    np.testing.assert_allclose(empirical, p.numpy(), atol=0.01)
+
+
+def test_entropy_rate_matches_hand_computed_chains():
+    assert entropy_rate(torch.full((8, 8), 1 / 8)) == pytest.approx(math.log(8))
+    assert entropy_rate(torch.eye(5).roll(1, dims=1)) == pytest.approx(0.0, abs=1e-12)  # a cycle is certain
+    # Two states: stay in 0 with 0.9; from 1 go either way. Stationary (5/6, 1/6).
+    p = torch.tensor([[0.9, 0.1], [0.5, 0.5]], dtype=torch.float64)
+    h0 = -(0.9 * math.log(0.9) + 0.1 * math.log(0.1))
+    assert entropy_rate(p) == pytest.approx(5 / 6 * h0 + 1 / 6 * math.log(2))
+    # Periodic: 0 -> 1 or 2 by a coin flip, both back to 0. Stationary (1/2, 1/4, 1/4).
+    bipartite = torch.tensor([[0.0, 0.5, 0.5], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]], dtype=torch.float64)
+    assert entropy_rate(bipartite) == pytest.approx(0.5 * math.log(2))
+
+
+def test_entropy_rate_is_the_average_surprise_of_a_long_sample():
+    p = random_transition_matrix(16, generator=torch.Generator().manual_seed(2))
+    tokens = sample_markov_chain(p, 100_000, generator=torch.Generator().manual_seed(3))
+    surprise = -np.log(p.numpy()[tokens[:-1], tokens[1:]]).mean()
+    assert surprise == pytest.approx(entropy_rate(p), rel=0.02)
+
+
+def test_markov_helpers_reject_bad_input():
+    with pytest.raises(ValueError, match="probability distribution"):
+        sample_markov_chain(torch.ones(3, 3), 10, generator=torch.Generator())
+    with pytest.raises(ValueError, match="square"):
+        entropy_rate(torch.ones(2, 3) / 3)
+    with pytest.raises(ValueError, match="num_tokens"):
+        sample_markov_chain(torch.eye(2), 0, generator=torch.Generator())

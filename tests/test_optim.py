@@ -1,0 +1,208 @@
+"""The hand-written optimizers against torch.optim: same parameters after many steps."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+from torch import nn
+
+from lecture_utils.optim import (
+    OPTIMIZERS,
+    STATE_TENSORS_PER_PARAM,
+    SGD,
+    AdaGrad,
+    Adam,
+    AdamW,
+    Momentum,
+    RMSProp,
+    optimizer_state_bytes,
+    trajectories,
+)
+
+# name -> (ours, torch's, shared hyperparameters, options only torch needs to do the same math)
+CASES = {
+    "sgd": (SGD, torch.optim.SGD, dict(weight_decay=0.05), {}),
+    "momentum": (Momentum, torch.optim.SGD, dict(momentum=0.9, weight_decay=0.05), dict(dampening=0.0)),
+    "adagrad": (AdaGrad, torch.optim.Adagrad, dict(eps=1e-6, weight_decay=0.05, initial_accumulator_value=0.1), {}),
+    "rmsprop": (RMSProp, torch.optim.RMSprop, dict(alpha=0.9, eps=1e-6, weight_decay=0.05), {}),
+    "adam": (Adam, torch.optim.Adam, dict(betas=(0.8, 0.99), eps=1e-6, weight_decay=0.05), {}),
+    "adamw": (AdamW, torch.optim.AdamW, dict(betas=(0.8, 0.99), eps=1e-6, weight_decay=0.05), {}),
+}
+STEPS, RESUME_AT = 60, 25
+
+
+def make_model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 1))
+
+
+def param_groups(model: nn.Module, lr: float) -> list[dict]:
+    # Two groups with different learning rates: the per-group hyperparameters must be honoured.
+    return [{"params": model[0].parameters()}, {"params": model[2].parameters(), "lr": lr / 4}]
+
+
+def train(make_optimizer, lr: float, *, resume_at: int | None) -> list[torch.Tensor]:
+    """Run STEPS steps on a fixed stream of batches; optionally save, rebuild and load mid-way."""
+    model = make_model()
+    optimizer = make_optimizer(param_groups(model, lr), lr)
+    data = torch.Generator().manual_seed(1)
+    for step in range(STEPS):
+        if step == resume_at:
+            buffer = io.BytesIO()
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, buffer)
+            buffer.seek(0)
+            saved = torch.load(buffer, weights_only=True)
+            model = make_model()
+            optimizer = make_optimizer(param_groups(model, lr), lr)
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+        x = torch.randn(16, 6, generator=data)
+        y = torch.randn(16, 1, generator=data)
+        optimizer.zero_grad(set_to_none=True)
+        nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+    return [p.detach() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_matches_torch_after_many_steps_with_resume(name):
+    ours, theirs, shared, extra = CASES[name]
+    lr = 0.05 if name in {"sgd", "momentum", "adagrad"} else 0.01
+    mine = train(lambda groups, lr: ours(groups, lr=lr, **shared), lr, resume_at=RESUME_AT)
+    reference = train(lambda groups, lr: theirs(groups, lr=lr, **shared, **extra), lr, resume_at=None)
+    start = [p.detach() for p in make_model().parameters()]
+    for p, ref, p0 in zip(mine, reference, start):
+        assert not torch.equal(ref, p0), "the reference did not move: the comparison would be empty"
+        torch.testing.assert_close(p, ref, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_every_optimizer_is_built_from_params_and_lr_alone(name):
+    w = nn.Parameter(torch.tensor([1.0, -2.0]))
+    optimizer = OPTIMIZERS[name]([w], lr=0.1)
+    (w**2).sum().backward()
+    optimizer.step()
+    assert (w.detach().abs() < torch.tensor([1.0, 2.0])).all(), f"{name} did not move toward the minimum"
+
+
+def test_momentum_as_an_average_is_heavy_ball_with_scaled_lr():
+    # The docstring's claim: v <- mu v + (1 - mu) g with lr equals v <- mu v + g with lr (1 - mu).
+    mu, lr = 0.9, 0.1
+    w = nn.Parameter(torch.tensor([3.0, -1.0]))
+    optimizer = Momentum([w], lr=lr * (1 - mu), momentum=mu)
+    by_hand, v = torch.tensor([3.0, -1.0]), torch.zeros(2)
+    for _ in range(20):
+        optimizer.zero_grad()
+        (w**4).sum().backward()
+        optimizer.step()
+        v = mu * v + (1 - mu) * 4 * by_hand**3
+        by_hand = by_hand - lr * v
+    torch.testing.assert_close(w.detach(), by_hand)
+
+
+def test_step_runs_the_closure_and_returns_its_loss():
+    w = nn.Parameter(torch.tensor([2.0]))
+    optimizer = SGD([w], lr=0.25)
+
+    def closure():
+        optimizer.zero_grad()
+        loss = (w**2).sum()
+        loss.backward()
+        return loss
+
+    assert optimizer.step(closure).item() == 4.0
+    assert w.item() == 1.0  # 2 - 0.25 * 2 * 2
+
+
+def test_parameters_without_gradients_are_left_alone():
+    used, unused = nn.Parameter(torch.ones(3)), nn.Parameter(torch.ones(3))
+    optimizer = Adam([used, unused], lr=0.1)
+    used.sum().backward()
+    optimizer.step()
+    assert torch.equal(unused.detach(), torch.ones(3))
+    assert unused not in optimizer.state
+
+
+def test_state_bytes_are_counted_from_the_state_tensors():
+    params = [nn.Parameter(torch.zeros(10, 3)), nn.Parameter(torch.zeros(7))]
+    param_bytes = 37 * 4
+    for name, cls in OPTIMIZERS.items():
+        optimizer = cls(params, lr=0.1)
+        for p in params:
+            p.grad = torch.ones_like(p)
+        optimizer.step()
+        assert optimizer_state_bytes(optimizer) == STATE_TENSORS_PER_PARAM[name] * param_bytes, name
+    # torch.optim.Adam keeps each step count as a 0-d fp32 tensor: 4 more bytes per parameter tensor.
+    reference = torch.optim.Adam(params, lr=0.1)
+    reference.step()
+    assert optimizer_state_bytes(reference) == 2 * param_bytes + 4 * len(params)
+
+
+def test_state_bytes_rejects_a_non_optimizer():
+    with pytest.raises(TypeError, match="torch.optim.Optimizer"):
+        optimizer_state_bytes({"state": {}})
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "error", "match"),
+    [
+        (SGD, dict(lr=-0.1), ValueError, "lr must be in"),
+        (SGD, dict(lr="0.1"), TypeError, "lr must be a float"),
+        (SGD, dict(lr=True), TypeError, "lr must be a float"),
+        (Momentum, dict(lr=0.1, momentum=1.0), ValueError, "momentum must be in"),
+        (AdaGrad, dict(lr=0.1, eps=-1e-8), ValueError, "eps must be in"),
+        (RMSProp, dict(lr=0.1, alpha=1.5), ValueError, "alpha must be in"),
+        (Adam, dict(lr=0.1, betas=(0.9,)), TypeError, "betas must be a pair"),
+        (AdamW, dict(lr=0.1, betas=(0.9, 1.0)), ValueError, r"betas\[1\] must be in"),
+        (AdamW, dict(lr=0.1, weight_decay=-0.01), ValueError, "weight_decay must be in"),
+    ],
+)
+def test_bad_hyperparameters_are_rejected(cls, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        cls([nn.Parameter(torch.zeros(2))], **kwargs)
+
+
+def test_a_bad_override_in_a_param_group_is_rejected():
+    with pytest.raises(ValueError, match="lr must be in"):
+        Adam([{"params": [nn.Parameter(torch.zeros(2))], "lr": -1.0}], lr=0.1)
+
+
+def test_sparse_gradients_are_rejected():
+    w = nn.Parameter(torch.zeros(4))
+    w.grad = torch.zeros(4).to_sparse()
+    with pytest.raises(ValueError, match="dense gradients only"):
+        AdaGrad([w], lr=0.1).step()
+
+
+def test_trajectories_follow_the_closed_form_of_sgd_on_a_bowl():
+    # On f = |p|^2 / 2 the gradient is p, so SGD gives p_t = (1 - lr)^t p_0 for each lr.
+    lrs = [0.1, 0.5, 1.5]
+    paths = trajectories("sgd", lambda p: 0.5 * (p**2).sum(-1), [2.0, -1.0], steps=5, lrs=lrs)
+    assert paths.shape == (3, 6, 2)
+    for i, lr in enumerate(lrs):
+        expected = torch.tensor([[(1 - lr) ** t * 2.0, (1 - lr) ** t * -1.0] for t in range(6)], dtype=torch.float64)
+        torch.testing.assert_close(paths[i], expected)
+
+
+def test_each_trajectory_equals_a_run_with_that_lr_alone():
+    loss = lambda p: (p[..., 0] ** 2 + 10 * p[..., 1] ** 2 + p[..., 0] * p[..., 1])  # noqa: E731
+    together = trajectories(Adam, loss, [1.0, 1.0], steps=20, lrs=[0.01, 0.3])
+    for i, lr in enumerate([0.01, 0.3]):
+        torch.testing.assert_close(together[i], trajectories(Adam, loss, [1.0, 1.0], steps=20, lrs=[lr])[0])
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "match"),
+    [
+        (("lion", [1.0, 1.0]), dict(steps=3, lrs=[0.1]), "unknown optimizer 'lion'"),
+        (("sgd", [1.0, 1.0]), dict(steps=-1, lrs=[0.1]), "steps must be a non-negative int"),
+        (("sgd", [1.0, 1.0]), dict(steps=3, lrs=[]), "at least one learning rate"),
+        (("sgd", [[1.0, 1.0]]), dict(steps=3, lrs=[0.1]), "flat sequence"),
+    ],
+)
+def test_trajectories_reject_bad_input(args, kwargs, match):
+    name, start = args
+    with pytest.raises(ValueError, match=match):
+        trajectories(name, lambda p: (p**2).sum(-1), start, **kwargs)

@@ -1,0 +1,196 @@
+"""The schedule against torch's cosine scheduler, one step against hand-computed clipping, and the loop's log."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from lecture_utils.data import random_transition_matrix, sample_markov_chain
+from lecture_utils.training import TrainConfig, evaluate, init_weights_, lm_loss, lr_at, train, train_step
+from lecture_utils.transformer import TinyLM, TransformerConfig
+
+VOCAB, CONTEXT = 16, 8
+MODEL = TransformerConfig(vocab_size=VOCAB, max_seq_len=CONTEXT, d_model=16, n_layers=1, n_heads=2, d_ff=32)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    p = random_transition_matrix(VOCAB, generator=torch.Generator().manual_seed(0), sharpness=3.0)
+    gen = torch.Generator().manual_seed(1)
+    return sample_markov_chain(p, 20_000, generator=gen), sample_markov_chain(p, 2_000, generator=gen)
+
+
+def tiny_model(seed: int = 0) -> TinyLM:
+    return init_weights_(TinyLM(MODEL), torch.Generator().manual_seed(seed))
+
+
+def test_lr_at_hand_computed_points():
+    kw = dict(max_lr=1.0, min_lr=0.1, warmup_steps=4, total_steps=14)
+    assert [lr_at(s, **kw) for s in range(4)] == [0.25, 0.5, 0.75, 1.0]
+    assert lr_at(4, **kw) == 1.0  # the cosine starts at the peak
+    assert lr_at(9, **kw) == pytest.approx(0.55)  # halfway down: (max + min) / 2
+    assert lr_at(14, **kw) == pytest.approx(0.1)
+    assert lr_at(1_000, **kw) == 0.1
+
+
+def test_lr_at_decay_matches_torch_cosine_annealing():
+    max_lr, min_lr, warmup, total = 3e-3, 3e-4, 10, 60
+    param = nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([param], lr=max_lr)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total - warmup, eta_min=min_lr)
+    for step in range(warmup, total + 1):
+        theirs = scheduler.get_last_lr()[0]
+        ours = lr_at(step, max_lr=max_lr, min_lr=min_lr, warmup_steps=warmup, total_steps=total)
+        assert ours == pytest.approx(theirs, rel=1e-9, abs=1e-15)
+        optimizer.step()
+        scheduler.step()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(step=-1), "step"),
+        (dict(step=1.5), "step"),
+        (dict(min_lr=2.0), "min_lr"),
+        (dict(warmup_steps=20), "warmup_steps"),
+        (dict(total_steps=0, warmup_steps=0), "total_steps"),
+    ],
+)
+def test_lr_at_rejects_bad_arguments(kwargs, message):
+    args = dict(step=0, max_lr=1.0, min_lr=0.1, warmup_steps=5, total_steps=10) | kwargs
+    with pytest.raises(ValueError, match=message):
+        lr_at(**args)
+
+
+def test_train_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="batch_size"):
+        TrainConfig(max_lr=1e-3, total_steps=10, batch_size=0)
+    with pytest.raises(ValueError, match="max_lr"):
+        TrainConfig(max_lr=0.0, total_steps=10)
+    with pytest.raises(ValueError, match="warmup_steps"):
+        TrainConfig(max_lr=1e-3, total_steps=10, warmup_steps=11)
+    assert TrainConfig(max_lr=1.0, total_steps=10, warmup_steps=0, min_lr_ratio=0.5).lr(10) == 0.5
+
+
+def test_init_weights_depends_on_its_generator_only():
+    torch.manual_seed(0)
+    a = tiny_model(seed=5)
+    torch.manual_seed(1)  # a different global stream must not change the init
+    b = tiny_model(seed=5)
+    c = tiny_model(seed=6)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert not torch.equal(a.unembedding.weight, c.unembedding.weight)
+
+    model = TinyLM(MODEL)
+    torch.manual_seed(0)
+    init_weights_(model, torch.Generator().manual_seed(5))
+    drawn_after_init = torch.rand(1)
+    torch.manual_seed(0)
+    assert torch.equal(torch.rand(1), drawn_after_init)  # init drew nothing from the global stream
+
+
+def test_init_weights_draws_small_truncated_normals():
+    layer = init_weights_(nn.Linear(256, 256), torch.Generator().manual_seed(0), std=0.02)
+    # N(0, 1) cut at +-3 has std 0.9866 (truncated-normal variance formula).
+    assert layer.weight.std().item() == pytest.approx(0.02 * 0.9866, rel=0.02)
+    assert layer.weight.abs().max().item() <= 0.06
+    assert torch.equal(layer.bias, torch.zeros(256))
+    with pytest.raises(TypeError, match="torch.Generator"):
+        init_weights_(layer, 0)
+
+
+def test_train_step_clips_then_applies_the_scheduled_lr(corpus):
+    model = tiny_model()
+    reference = copy.deepcopy(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=123.0)
+    x = torch.randint(0, VOCAB, (4, CONTEXT), generator=torch.Generator().manual_seed(0))
+    y = torch.randint(0, VOCAB, (4, CONTEXT), generator=torch.Generator().manual_seed(1))
+
+    lm_loss(reference(x), y).backward()
+    grads = [p.grad for p in reference.parameters()]
+    norm = torch.linalg.vector_norm(torch.cat([g.flatten() for g in grads])).item()
+    max_norm = norm / 4  # force clipping
+
+    loss, reported = train_step(model, optimizer, x, y, lr=0.5, max_grad_norm=max_norm)
+    assert reported == pytest.approx(norm, rel=1e-5)
+    assert optimizer.param_groups[0]["lr"] == 0.5
+    assert loss == pytest.approx(lm_loss(reference(x), y).item())
+    for new, old, g in zip(model.parameters(), reference.parameters(), grads):
+        torch.testing.assert_close(new, old - 0.5 * g * (max_norm / norm), rtol=1e-4, atol=1e-6)
+    clipped = torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    assert clipped.item() == pytest.approx(max_norm, rel=1e-4)
+
+
+def test_train_step_does_not_accumulate_gradients():
+    model = tiny_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    x = torch.randint(0, VOCAB, (4, CONTEXT), generator=torch.Generator().manual_seed(0))
+    train_step(model, optimizer, x, x, lr=0.0, max_grad_norm=1e9)
+    once = [p.grad.clone() for p in model.parameters()]
+    train_step(model, optimizer, x, x, lr=0.0, max_grad_norm=1e9)  # lr 0: same weights, same gradient
+    for g, p in zip(once, model.parameters()):
+        assert torch.equal(g, p.grad)
+
+
+def test_train_logs_the_schedule_the_optimizer_really_used(corpus):
+    train_data, eval_data = corpus
+    config = TrainConfig(max_lr=1e-2, total_steps=30, batch_size=8, context_length=CONTEXT, warmup_steps=5, eval_every=10)
+    model = tiny_model()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=999.0)
+    log = train(model, optimizer, train_data, config, device="cpu",
+                data_generator=torch.Generator().manual_seed(0), eval_data=eval_data)
+    assert log.step == list(range(30))
+    assert log.lr == [config.lr(s) for s in range(30)]
+    assert log.lr[4] == 1e-2 and log.lr[-1] < 2e-3
+    assert log.eval_step == [10, 20, 30]
+    assert len(log.train_loss) == len(log.grad_norm) == 30 and len(log.eval_loss) == 3
+
+
+def test_training_learns_and_learning_rates_matter(corpus):
+    train_data, eval_data = corpus
+    logs = {}
+    for lr in (1e-3, 3e-2):
+        config = TrainConfig(max_lr=lr, total_steps=60, batch_size=8, context_length=CONTEXT, warmup_steps=5, eval_every=20)
+        model = tiny_model()
+        logs[lr] = train(model, torch.optim.AdamW(model.parameters(), lr=lr), train_data, config, device="cpu",
+                         data_generator=torch.Generator().manual_seed(0), eval_data=eval_data)
+    # Small weights start near a uniform guess; a good rate gets well below it.
+    assert logs[1e-3].train_loss[0] == pytest.approx(math.log(VOCAB), abs=0.05)
+    assert logs[3e-2].eval_loss[-1] < math.log(VOCAB) - 0.5
+    assert logs[3e-2].eval_loss[-1] < logs[1e-3].eval_loss[-1] - 0.2
+
+
+def test_evaluation_is_repeatable_and_leaves_training_untouched(corpus):
+    train_data, eval_data = corpus
+    config = TrainConfig(max_lr=1e-2, total_steps=12, batch_size=8, context_length=CONTEXT, eval_every=3)
+    models = []
+    for with_eval in (True, False):
+        model = tiny_model()
+        train(model, torch.optim.AdamW(model.parameters(), lr=1e-2), train_data, config, device="cpu",
+              data_generator=torch.Generator().manual_seed(0), eval_data=eval_data if with_eval else None)
+        models.append(model)
+    for a, b in zip(models[0].parameters(), models[1].parameters()):
+        assert torch.equal(a, b)
+    kwargs = dict(batch_size=8, context_length=CONTEXT, batches=3, device="cpu", seed=4)
+    model = models[0].train()
+    assert evaluate(model, eval_data, **kwargs) == evaluate(model, eval_data, **kwargs)
+    assert model.training
+
+
+def test_train_rejects_a_backwards_range(corpus):
+    model = tiny_model()
+    with pytest.raises(ValueError, match="start_step"):
+        train(model, torch.optim.SGD(model.parameters(), lr=0.1), corpus[0], TrainConfig(max_lr=0.1, total_steps=5, warmup_steps=1),
+              device="cpu", data_generator=torch.Generator(), start_step=4, stop_step=2)
