@@ -98,10 +98,10 @@ ACCELERATORS: dict[str, Accelerator] = {
 _NAME_RULES: list[tuple[str, str]] = [
     (r"H100.*(PCIE)", "h100-pcie"),
     (r"H100(?!.*(NVL|PCIE)).*(SXM|HBM3)", "h100-sxm"),
-    (r"H200(?!.*NVL)", "h200-sxm"),
+    (r"(?<!G)H200(?!.*NVL)", "h200-sxm"),  # not GH200 (Grace Hopper: other memory)
     (r"A100.*SXM.*40GB", "a100-sxm-40gb"),
     (r"A100.*SXM.*80GB", "a100-sxm-80gb"),
-    (r"B200", "b200"),
+    (r"(?<!G)B200", "b200"),  # not GB200 (Grace Blackwell: other clocks)
 ]
 
 
@@ -135,12 +135,12 @@ def _check_precision(precision: str) -> None:
 def matmul_precision(dtype: torch.dtype, float32_matmul_precision: str | None = None) -> str:
     """Which datasheet row bounds a matmul in this dtype: fp32 'highest' is fp32, 'high' is TF32.
 
-    PyTorch's default for fp32 matmuls is 'highest' (true fp32); set_float32_matmul_precision('high')
-    lets cuBLAS use TF32 tensor cores and 'medium' lets it use bf16 internally.
+    PyTorch's default for fp32 matmuls is 'highest' (true fp32). On CUDA both 'high' and 'medium'
+    let cuBLAS use TF32 tensor cores (torch.set_float32_matmul_precision's documentation).
     """
     if dtype == torch.float32:
         mode = float32_matmul_precision or torch.get_float32_matmul_precision()
-        by_mode = {"highest": "fp32", "high": "tf32", "medium": "bf16"}
+        by_mode = {"highest": "fp32", "high": "tf32", "medium": "tf32"}
         if mode not in by_mode:
             raise ValueError(f"unknown float32 matmul precision {mode!r}; expected one of {list(by_mode)}")
         return by_mode[mode]

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from torch.utils.benchmark import Timer
 
 from lecture_utils.device import synchronize
 
@@ -17,35 +18,94 @@ class Timing:
     """Seconds per call over several trials; the median resists a stray slow trial."""
 
     seconds: tuple[float, ...]
+    calls_per_trial: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.seconds:
+            raise ValueError("a Timing needs at least one trial")
+        if any(not s >= 0 for s in self.seconds):
+            raise ValueError(f"trial times must be >= 0 seconds, got {self.seconds}")
+        if self.calls_per_trial < 1:
+            raise ValueError(f"calls_per_trial must be >= 1, got {self.calls_per_trial}")
 
     @property
     def median_s(self) -> float:
+        """Median seconds per call."""
         return statistics.median(self.seconds)
 
     @property
     def min_s(self) -> float:
+        """Fastest trial's seconds per call."""
         return min(self.seconds)
 
 
-def time_fn(fn: Callable[[], object], device: torch.device | str, *, warmup: int = 3, trials: int = 10) -> Timing:
+def _check_count(name: str, value: int, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < least:
+        raise ValueError(f"{name} must be >= {least}, got {value}")
+
+
+def time_fn(
+    fn: Callable[[], object],
+    device: torch.device | str,
+    *,
+    warmup: int = 3,
+    trials: int = 10,
+    min_trial_s: float = 0.0,
+) -> Timing:
     """Time `fn()` on `device`: `warmup` untimed calls (kernel selection, caches), then `trials` timed ones.
 
     GPU kernels run asynchronously, so each trial synchronizes before starting and before
-    stopping the clock; otherwise the timer measures only the launch.
+    stopping the clock; otherwise the timer measures only the launch. A call much shorter than
+    the clock's overhead is repeated within a trial until the trial lasts `min_trial_s`.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if warmup < 0:
-        raise ValueError(f"warmup must be >= 0, got {warmup}")
-    if trials < 1:
-        raise ValueError(f"trials must be >= 1 to measure anything, got {trials}")
-    for _ in range(warmup):
-        fn()
-    seconds = []
-    for _ in range(trials):
+    kind = torch.device(device).type
+    if kind not in ("cpu", "cuda"):
+        raise ValueError(f"cannot synchronize device type {kind!r}, so cannot time it; expected 'cpu' or 'cuda'")
+    _check_count("warmup", warmup, 0)
+    _check_count("trials", trials, 1)
+    if isinstance(min_trial_s, bool) or not isinstance(min_trial_s, (int, float)) or not min_trial_s >= 0:
+        raise ValueError(f"min_trial_s must be a number of seconds >= 0, got {min_trial_s!r}")
+
+    def run(calls: int) -> float:
         synchronize(device)
         start = time.perf_counter()
-        fn()
+        for _ in range(calls):
+            fn()
         synchronize(device)
-        seconds.append(time.perf_counter() - start)
-    return Timing(tuple(seconds))
+        return time.perf_counter() - start
+
+    for _ in range(warmup):
+        fn()
+    calls = 1
+    while min_trial_s > 0 and run(calls) < min_trial_s:  # double until a trial is long enough, like timeit
+        calls *= 2
+    seconds = tuple(run(calls) / calls for _ in range(trials))
+    return Timing(seconds, calls)
+
+
+def compare_with_timer(
+    fn: Callable[[], object], device: torch.device | str, *, num_threads: int, rounds: int = 7, calls: int = 20
+) -> tuple[float, float]:
+    """Median seconds per call by time_fn and by torch.utils.benchmark.Timer, both with `num_threads` CPU threads.
+
+    The two alternate, round by round, so that on a shared machine both see the same load.
+    """
+    _check_count("num_threads", num_threads, 1)
+    _check_count("rounds", rounds, 1)
+    _check_count("calls", calls, 1)
+    timer = Timer("fn()", globals={"fn": fn}, num_threads=num_threads)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        ours, theirs = [], []
+        for _ in range(rounds):
+            # The mean over `calls` trials, like Timer's one block of `calls` calls.
+            ours.append(statistics.fmean(time_fn(fn, device, warmup=1, trials=calls).seconds))
+            theirs.append(timer.timeit(calls).median)
+    finally:
+        torch.set_num_threads(previous)
+    return statistics.median(ours), statistics.median(theirs)

@@ -18,7 +18,7 @@ from jaxtyping import Float, Int, jaxtyped
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from lecture_utils.flops import _check_dims, matmul_flops
+from lecture_utils.flops import check_dims, matmul_flops
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -65,13 +65,13 @@ def two_layer_backward(
 
 def two_layer_forward_flops(batch: int, d: int, k: int) -> int:
     """Forward FLOPs of the two-layer net: 2BDD + 2BDK."""
-    _check_dims(batch=batch, d=d, k=k)
+    check_dims(batch=batch, d=d, k=k)
     return matmul_flops((batch, d), (d, d)) + matmul_flops((batch, d), (d, k))
 
 
 def two_layer_backward_flops(batch: int, d: int, k: int, *, input_grad: bool = False) -> int:
     """Backward FLOPs of the two-layer net: 2BDD + 4BDK, or 4BDD + 4BDK (2 x forward) when x needs a gradient."""
-    _check_dims(batch=batch, d=d, k=k)
+    check_dims(batch=batch, d=d, k=k)
     flops = (
         matmul_flops((d, batch), (batch, k))  # w2.grad = h1^T h2.grad
         + matmul_flops((batch, k), (k, d))  # h1.grad = h2.grad w2^T
@@ -88,7 +88,7 @@ def two_layer_backward_flops(batch: int, d: int, k: int, *, input_grad: bool = F
 @jaxtyped(typechecker=beartype)
 def split_heads(x: Float[Tensor, "*batch seq d_model"], n_heads: int) -> Float[Tensor, "*batch heads seq head_dim"]:
     """Cut the model dimension into heads: (..., seq, heads x head_dim) -> (..., heads, seq, head_dim)."""
-    _check_dims(n_heads=n_heads)
+    check_dims(n_heads=n_heads)
     if x.shape[-1] % n_heads:
         raise ValueError(f"d_model={x.shape[-1]} does not split into n_heads={n_heads} equal heads")
     return rearrange(x, "... seq (heads head_dim) -> ... heads seq head_dim", heads=n_heads)
@@ -129,7 +129,7 @@ class TransformerConfig:
     d_ff: int
 
     def __post_init__(self) -> None:
-        _check_dims(**vars(self))
+        check_dims(**vars(self))
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} must be a multiple of n_heads={self.n_heads}")
 
@@ -143,7 +143,7 @@ class TransformerBlock(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, *, attention: Attention = "einsum") -> None:
         super().__init__()
-        _check_dims(d_model=d_model, n_heads=n_heads, d_ff=d_ff)
+        check_dims(d_model=d_model, n_heads=n_heads, d_ff=d_ff)
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} must be a multiple of n_heads={n_heads}")
         if attention not in ("einsum", "sdpa"):
@@ -210,7 +210,7 @@ def parameter_groups(model: nn.Module) -> dict[str, int]:
 
 def block_matmul_params(d_model: int, d_ff: int) -> int:
     """Weights one block uses in matmuls: 4 d^2 for q, k, v, out plus 2 d d_ff for the MLP."""
-    _check_dims(d_model=d_model, d_ff=d_ff)
+    check_dims(d_model=d_model, d_ff=d_ff)
     return 4 * d_model**2 + 2 * d_model * d_ff
 
 
@@ -224,7 +224,7 @@ def matmul_params(config: TransformerConfig) -> int:
 
 def attention_forward_flops(batch: int, n_heads: int, seq_len: int, head_dim: int) -> int:
     """Forward FLOPs of one layer's q k^T and weights @ v over full T x T scores: 4 B H T^2 Q."""
-    _check_dims(batch=batch, n_heads=n_heads, seq_len=seq_len, head_dim=head_dim)
+    check_dims(batch=batch, n_heads=n_heads, seq_len=seq_len, head_dim=head_dim)
     scores = matmul_flops((batch, n_heads, seq_len, head_dim), (batch, n_heads, head_dim, seq_len))
     mix = matmul_flops((batch, n_heads, seq_len, seq_len), (batch, n_heads, seq_len, head_dim))
     return scores + mix
@@ -232,7 +232,7 @@ def attention_forward_flops(batch: int, n_heads: int, seq_len: int, head_dim: in
 
 def forward_flops_per_token(n_params: int, n_layers: int, n_heads: int, head_dim: int, seq_len: int) -> int:
     """Forward FLOPs per token: 2N for the weights plus 4 L H Q T for attention."""
-    _check_dims(n_params=n_params, n_layers=n_layers, n_heads=n_heads, head_dim=head_dim, seq_len=seq_len)
+    check_dims(n_params=n_params, n_layers=n_layers, n_heads=n_heads, head_dim=head_dim, seq_len=seq_len)
     return 2 * n_params + 4 * n_layers * n_heads * head_dim * seq_len
 
 

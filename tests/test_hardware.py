@@ -30,7 +30,7 @@ def test_lookup_by_device_name(name, expected):
     assert lookup_accelerator(name).name == expected
 
 
-@pytest.mark.parametrize("name", ["NVIDIA H100 NVL", "NVIDIA A100 80GB PCIe", "Tesla T4", "NVIDIA H200 NVL", ""])
+@pytest.mark.parametrize("name", ["NVIDIA H100 NVL", "NVIDIA A100 80GB PCIe", "Tesla T4", "NVIDIA H200 NVL", "NVIDIA GH200 480GB", "NVIDIA GB200", ""])
 def test_unknown_or_different_variants_are_rejected(name):
     with pytest.raises(UnknownAcceleratorError, match="no datasheet figures"):
         lookup_accelerator(name)
@@ -72,6 +72,7 @@ def test_missing_figures_and_unknown_precisions_are_errors():
 def test_matmul_precision_follows_the_float32_setting():
     assert matmul_precision(torch.float32, "highest") == "fp32"
     assert matmul_precision(torch.float32, "high") == "tf32"
+    assert matmul_precision(torch.float32, "medium") == "tf32"
     assert matmul_precision(torch.bfloat16) == "bf16"
     assert matmul_precision(torch.float8_e4m3fn) == "fp8"
     previous = torch.get_float32_matmul_precision()

@@ -1,0 +1,152 @@
+import json
+from dataclasses import replace
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+import lecture_utils.matmul_benchmark as bench
+from lecture_utils.flops import matmul_flops
+from lecture_utils.hardware import Peak
+from lecture_utils.matmul_benchmark import (
+    MatmulResult,
+    benchmark_matmul,
+    cases_for,
+    copy_bandwidth,
+    float32_matmul_precision,
+    format_results,
+    load_reference,
+    main,
+    plot_roofline,
+    plot_throughput,
+    reference_record,
+    run_benchmark,
+)
+
+H100_BF16 = MatmulResult(
+    n=8192, dtype="bfloat16", precision="bf16", flops=matmul_flops((8192, 8192), (8192, 8192)), seconds=1.383e-3,
+    peak_flops_per_s=989.5e12, peak_source="H100 SXM dense bf16, NVIDIA H100 Tensor Core GPU datasheet",
+    peak_estimate=False,
+)
+
+
+def test_fp32_matmul_on_cpu_is_measured_against_a_labelled_estimate():
+    result = benchmark_matmul(64, torch.float32, "cpu", warmup=1, trials=3)
+    assert result.flops == 2 * 64**3 and result.precision == "fp32" and result.dtype == "float32"
+    assert result.seconds > 0 and result.flops_per_s == result.flops / result.seconds
+    if result.peak_flops_per_s is None:  # only when this CPU beats its own estimate
+        assert "beats the estimate" in result.peak_source and result.mfu is None
+    else:
+        assert result.peak_estimate and result.peak_source.startswith("estimate:")
+        assert 0 < result.mfu <= 1
+
+
+def test_bf16_on_cpu_has_no_peak_rather_than_a_fake_one():
+    result = benchmark_matmul(32, torch.bfloat16, "cpu", warmup=1, trials=2)
+    assert result.peak_flops_per_s is None and result.mfu is None and not result.peak_estimate
+    assert "no CPU peak estimate" in result.peak_source
+
+
+def test_an_estimate_the_cpu_beats_is_dropped_not_reported_as_mfu_above_1(monkeypatch):
+    monkeypatch.setattr(bench, "peak_flops", lambda device, dtype: Peak(1e3, "estimate: far too low", True))
+    result = benchmark_matmul(32, torch.float32, "cpu", warmup=1, trials=2)
+    assert result.mfu is None and "beats the estimate (estimate: far too low)" in result.peak_source
+
+
+def test_a_result_above_a_datasheet_peak_is_an_error():
+    assert H100_BF16.mfu == pytest.approx(0.8034, abs=1e-4)
+    with pytest.raises(ValueError, match="MFU 1.61 > 1"):
+        _ = replace(H100_BF16, seconds=H100_BF16.seconds / 2).mfu
+
+
+def test_float32_precision_is_restored_even_after_an_error():
+    previous = torch.get_float32_matmul_precision()
+    with pytest.raises(ValueError, match="TF32 .* CUDA tensor-core mode"):
+        benchmark_matmul(16, torch.float32, "cpu", float32_precision="high")
+    assert torch.get_float32_matmul_precision() == previous
+    with float32_matmul_precision("high"):
+        assert torch.get_float32_matmul_precision() == "high"
+    assert torch.get_float32_matmul_precision() == previous
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, message",
+    [
+        ((0, torch.float32, "cpu"), {}, ValueError, "n must be positive"),
+        ((-8, torch.float32, "cpu"), {}, ValueError, "n must be positive"),
+        ((8.0, torch.float32, "cpu"), {}, TypeError, "n must be an int"),
+        ((8, torch.int32, "cpu"), {}, ValueError, "cannot benchmark dtype torch.int32"),
+        ((8, "float32", "cpu"), {}, TypeError, "dtype must be a torch.dtype"),
+        ((8, torch.float32, "cpu"), {"float32_precision": "medium"}, ValueError, "unknown float32 matmul precision"),
+        ((8, torch.float32, "cpu"), {"trials": 0}, ValueError, "trials must be >= 1"),
+    ],
+)
+def test_benchmark_rejects_bad_input(args, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        benchmark_matmul(*args, **kwargs)
+
+
+def test_run_benchmark_covers_cases_and_sizes_and_rejects_bad_ones():
+    assert cases_for("cpu") == ["fp32", "bf16"] and "tf32" in cases_for("cuda")
+    results = run_benchmark("cpu", [16, 32], warmup=1, trials=2)
+    assert [(r.precision, r.n) for r in results] == [("fp32", 16), ("fp32", 32), ("bf16", 16), ("bf16", 32)]
+    with pytest.raises(ValueError, match="unknown case"):
+        run_benchmark("cpu", [16], ["fp64"])
+    with pytest.raises(ValueError, match="no sizes"):
+        run_benchmark("cpu", [])
+
+
+def test_record_round_trips_and_tampering_is_caught(tmp_path):
+    results = [H100_BF16, replace(H100_BF16, peak_flops_per_s=None, peak_source="no peak", n=4096)]
+    record = reference_record(results, "cpu", warmup=10, trials=50, min_trial_s=0.05)
+    assert {"device", "torch", "date", "warmup", "trials", "min_trial_s"} <= set(record)
+    path = tmp_path / "ref.json"
+    path.write_text(json.dumps(record))
+    meta, loaded = load_reference(path)
+    assert loaded == results and meta["trials"] == 50 and "results" not in meta
+    record["results"][0]["mfu"] = 0.95
+    path.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="does not follow"):
+        load_reference(path)
+    del record["results"][0]["seconds"]
+    path.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="lacks \\['seconds'\\]"):
+        load_reference(path)
+    path.write_text(json.dumps({"results": []}))
+    with pytest.raises(ValueError, match="missing \\['cuda', 'date', 'device', 'min_trial_s', 'torch', 'trials', 'warmup'\\]"):
+        load_reference(path)
+
+
+def test_format_results_shows_every_row_and_peak_source():
+    table = format_results([H100_BF16, replace(H100_BF16, peak_flops_per_s=None, peak_source="no peak known")])
+    assert "795.0 TFLOP/s" in table and "989.5 TFLOP/s*" in table and "0.803" in table
+    assert "* H100 SXM dense bf16" in table and "** no peak known" in table
+    with pytest.raises(ValueError, match="no results"):
+        format_results([])
+
+
+def test_command_line_writes_a_loadable_record(tmp_path, capsys):
+    out = tmp_path / "sub" / "ref.json"
+    args = ["--out", str(out), "--sizes", "16", "32", "--warmup", "1", "--trials", "2", "--min-trial-s", "0.001"]
+    assert main(args) == 0
+    meta, results = load_reference(out)
+    assert meta["device"] == "cpu" and meta["torch"] == torch.__version__
+    assert sorted({r.n for r in results}) == [16, 32] and {r.precision for r in results} == {"fp32", "bf16"}
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_copy_bandwidth_is_positive_and_checks_its_size():
+    assert copy_bandwidth("cpu", 1 << 16, trials=3) > 0
+    with pytest.raises(ValueError, match="numel must be a positive int"):
+        copy_bandwidth("cpu", 0)
+
+
+def test_plots_draw_measurements_and_peaks():
+    results = [replace(H100_BF16, n=n, seconds=H100_BF16.seconds * (8192 / n) ** 2) for n in (2048, 4096, 8192)]
+    fig = plot_throughput(results, "test")
+    (ax,) = fig.axes
+    assert len(ax.lines) == 2 and ax.lines[1].get_ydata()[0] == 989.5e12
+    fig = plot_roofline(results, 3.35e12, "datasheet", "test")
+    (ax,) = fig.axes
+    assert "ridge 295 FLOP/B" in ax.lines[0].get_label() and len(ax.collections) == 1
+    plt.close("all")

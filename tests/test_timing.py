@@ -1,0 +1,97 @@
+import time
+
+import pytest
+import torch
+from torch.utils.benchmark import Timer
+
+import lecture_utils.timing as timing
+from lecture_utils.timing import Timing, compare_with_timer, time_fn
+
+
+def test_warmup_calls_are_not_timed_and_every_trial_is():
+    calls = []
+    result = time_fn(lambda: calls.append(1), "cpu", warmup=4, trials=7)
+    assert len(calls) == 4 + 7
+    assert len(result.seconds) == 7 and result.calls_per_trial == 1
+
+
+def test_a_sleep_is_timed_at_its_length():
+    result = time_fn(lambda: time.sleep(0.01), "cpu", warmup=1, trials=5)
+    assert 0.01 <= result.min_s <= result.median_s < 0.05
+
+
+def test_agrees_with_torch_utils_benchmark_timer():
+    def sleep():
+        time.sleep(0.004)
+
+    ours = time_fn(sleep, "cpu", warmup=1, trials=9).median_s
+    theirs = Timer("sleep()", globals={"sleep": sleep}).timeit(9).median
+    assert ours == pytest.approx(theirs, rel=0.5)
+    ours, theirs = compare_with_timer(sleep, "cpu", num_threads=1, rounds=3, calls=4)
+    assert 0.004 <= ours == pytest.approx(theirs, rel=0.5)
+
+
+def test_compare_with_timer_sets_and_restores_the_thread_count():
+    previous = torch.get_num_threads()
+    seen = []
+    compare_with_timer(lambda: seen.append(torch.get_num_threads()), "cpu", num_threads=1, rounds=2, calls=3)
+    assert set(seen) == {1} and len(seen) >= 2 * (1 + 3)
+    assert torch.get_num_threads() == previous
+    with pytest.raises(ValueError, match="num_threads must be >= 1"):
+        compare_with_timer(lambda: None, "cpu", num_threads=0)
+    with pytest.raises(ValueError, match="rounds must be >= 1"):
+        compare_with_timer(lambda: None, "cpu", num_threads=1, rounds=0)
+
+
+def test_each_trial_waits_for_the_device(monkeypatch):
+    """On CUDA the clock must stop only after synchronize: a slow synchronize shows up in the time."""
+    events = []
+
+    def fake_synchronize(device):
+        events.append(("sync", torch.device(device).type))
+        time.sleep(0.005)
+
+    monkeypatch.setattr(timing, "synchronize", fake_synchronize)
+    result = time_fn(lambda: events.append("call"), "cuda", warmup=2, trials=3)
+    assert events[:2] == ["call", "call"]
+    assert events[2:] == [("sync", "cuda"), "call", ("sync", "cuda")] * 3
+    assert result.min_s >= 0.005
+
+
+def test_short_calls_are_repeated_until_a_trial_is_long_enough():
+    result = time_fn(lambda: time.sleep(0.0005), "cpu", warmup=1, trials=3, min_trial_s=0.005)
+    # Doubling stops at the first count whose run lasts 5 ms; half of it took less, so at most 16 calls.
+    assert result.calls_per_trial in (2, 4, 8, 16)
+    assert 0.0005 <= result.median_s < 0.005  # the reported time is per call
+    assert time_fn(lambda: time.sleep(0.002), "cpu", warmup=0, trials=2, min_trial_s=0.001).calls_per_trial == 1
+
+
+def test_timing_statistics():
+    result = Timing((3.0, 1.0, 2.0, 100.0, 2.5))
+    assert result.median_s == 2.5 and result.min_s == 1.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"trials": 0}, ValueError, "trials must be >= 1"),
+        ({"trials": -3}, ValueError, "trials must be >= 1"),
+        ({"warmup": -1}, ValueError, "warmup must be >= 0"),
+        ({"trials": 2.5}, TypeError, "trials must be an int"),
+        ({"warmup": True}, TypeError, "warmup must be an int"),
+        ({"min_trial_s": -0.1}, ValueError, "min_trial_s must be"),
+        ({"device": "meta"}, ValueError, "cannot synchronize device type 'meta'"),
+        ({"fn": 3}, TypeError, "fn must be callable"),
+    ],
+)
+def test_bad_timing_calls_are_rejected(kwargs, error, message):
+    args = {"fn": lambda: None, "device": "cpu", **kwargs}
+    with pytest.raises(error, match=message):
+        time_fn(args.pop("fn"), args.pop("device"), **args)
+
+
+def test_a_timing_needs_trials():
+    with pytest.raises(ValueError, match="at least one trial"):
+        Timing(())
+    with pytest.raises(ValueError, match=">= 0 seconds"):
+        Timing((1.0, -1.0))
