@@ -31,6 +31,18 @@ def cell_seconds(cell: nbformat.NotebookNode) -> float:
     return (parse(end) - parse(start)).total_seconds()
 
 
+def merge_streams(cell: nbformat.NotebookNode) -> None:
+    """Join consecutive stdout (or stderr) chunks: how prints were flushed varies run to run."""
+    merged: list[nbformat.NotebookNode] = []
+    for output in cell.get("outputs", []):
+        last = merged[-1] if merged else None
+        if last is not None and output.output_type == last.output_type == "stream" and output.name == last.name:
+            last.text += output.text
+        else:
+            merged.append(output)
+    cell.outputs = merged
+
+
 def execute(path: Path, write: bool, slow: float, timeout: int) -> tuple[float, list[tuple[int, float]]]:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
@@ -45,6 +57,7 @@ def execute(path: Path, write: bool, slow: float, timeout: int) -> tuple[float, 
     if write:
         for cell in code_cells:  # timings change every run; keep them out of the committed file
             cell.metadata.pop("execution", None)
+            merge_streams(cell)
         nbformat.write(nb, path)
     return total, slow_cells
 
