@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 import torch
 from torch import nn
 
+from lecture_utils.checks import check_int
 from lecture_utils.memory import dtype_bytes, format_bytes, saved_tensor_bytes
 from lecture_utils.optim import STATE_TENSORS_PER_PARAM
 
@@ -46,11 +47,6 @@ def _check_optimizer(optimizer: str) -> None:
         raise ValueError(f"unknown optimizer {optimizer!r}; expected one of {sorted(STATE_TENSORS_PER_PARAM)}")
 
 
-def _check_count(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{name} cannot be negative, got {value}")
 
 
 def bytes_per_parameter(optimizer: str, dtype: torch.dtype = torch.float32) -> int:
@@ -63,8 +59,8 @@ def predict_memory(
     num_params: int, activation_numel: int, optimizer: str, *, dtype: torch.dtype = torch.float32
 ) -> MemoryBudget:
     """Napkin prediction: gradients = parameters, state = 0/1/2 x parameters, activations as counted, all in `dtype`."""
-    _check_count("num_params", num_params)
-    _check_count("activation_numel", activation_numel)
+    check_int("num_params", num_params, 0)
+    check_int("activation_numel", activation_numel, 0)
     _check_optimizer(optimizer)
     size = dtype_bytes(dtype)
 

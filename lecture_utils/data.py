@@ -7,14 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from jaxtyping import Float, Integer, Int
+from jaxtyping import Float, Int, Integer
+
+from lecture_utils.checks import check_int
 
 
-def _check_count(name: str, value: int, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
 
 
 def _check_cpu_generator(generator: torch.Generator) -> None:
@@ -26,7 +23,7 @@ def _check_cpu_generator(generator: torch.Generator) -> None:
 
 def token_dtype(vocab_size: int) -> np.dtype:
     """The smallest unsigned dtype that holds every token id below vocab_size: uint16 up to 65,536 ids."""
-    _check_count("vocab_size", vocab_size)
+    check_int("vocab_size", vocab_size)
     if vocab_size <= 2**16:
         return np.dtype(np.uint16)
     if vocab_size <= 2**32:
@@ -42,7 +39,7 @@ def random_transition_matrix(
     Rows are softmax(sharpness x standard normal): larger sharpness makes each row peakier, so the
     text is more predictable and the lowest reachable loss (the entropy rate) is lower.
     """
-    _check_count("vocab_size", vocab_size)
+    check_int("vocab_size", vocab_size)
     _check_cpu_generator(generator)
     if not sharpness >= 0:
         raise ValueError(f"sharpness must be >= 0, got {sharpness}")
@@ -62,7 +59,7 @@ def sample_markov_chain(
 ) -> Int[np.ndarray, " tokens"]:
     """Walk the chain for num_tokens steps from token 0: a corpus whose next token depends on the last one."""
     _check_transition(transition)
-    _check_count("num_tokens", num_tokens)
+    check_int("num_tokens", num_tokens)
     _check_cpu_generator(generator)
     vocab_size = transition.shape[0]
     # Inverse-CDF sampling on plain Python lists: a sequential walk is far faster there than
@@ -131,8 +128,8 @@ def get_batch(
         raise TypeError(f"data must be a 1-D numpy array (e.g. from load_tokens), got {type(data).__name__}")
     if not np.issubdtype(data.dtype, np.integer):
         raise TypeError(f"data must hold integer token ids, got dtype {data.dtype}")
-    _check_count("batch_size", batch_size)
-    _check_count("context_length", context_length)
+    check_int("batch_size", batch_size)
+    check_int("context_length", context_length)
     if context_length + 1 > len(data):
         raise ValueError(
             f"context_length {context_length} needs {context_length + 1} tokens (inputs plus one target), "

@@ -9,26 +9,11 @@ from dataclasses import dataclass
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from lecture_utils.checks import check_dims, check_positive
+
 # No device that runs PyTorch is slower than this; a smaller "peak" is a placeholder or a figure
 # given in TFLOP/s instead of FLOP/s.
 _SLOWEST_PLAUSIBLE_PEAK = 1e9
-
-
-def check_dims(**dims: int) -> None:
-    """Raise unless every named dimension is a positive int (the message names the bad one)."""
-    for name, value in dims.items():
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-        if value <= 0:
-            raise ValueError(f"{name} must be positive, got {value}")
-
-
-def _check_positive(**values: float) -> None:
-    for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-        if not value > 0 or math.isinf(value):
-            raise ValueError(f"{name} must be positive and finite, got {value}")
 
 
 def _matmul_dims(a_shape: Sequence[int], b_shape: Sequence[int]) -> tuple[int, int, int, int]:
@@ -74,13 +59,13 @@ def linear_flops(tokens: int, d_in: int, d_out: int) -> int:
 
 def arithmetic_intensity(flops: float, bytes_moved: float) -> float:
     """FLOPs done per byte moved to or from memory: the x axis of a roofline."""
-    _check_positive(flops=flops, bytes_moved=bytes_moved)
+    check_positive(flops=flops, bytes_moved=bytes_moved)
     return flops / bytes_moved
 
 
 def attainable_flops(intensity: float, peak_flops: float, bandwidth_bytes_per_s: float) -> float:
     """Roofline bound: min(peak, intensity x bandwidth); below the ridge memory limits, above it compute does."""
-    _check_positive(intensity=intensity, peak_flops=peak_flops, bandwidth_bytes_per_s=bandwidth_bytes_per_s)
+    check_positive(intensity=intensity, peak_flops=peak_flops, bandwidth_bytes_per_s=bandwidth_bytes_per_s)
     return min(peak_flops, intensity * bandwidth_bytes_per_s)
 
 
@@ -90,7 +75,7 @@ def mfu(flops: float, seconds: float, peak_flops: float) -> float:
     A result above 1 cannot happen: it means the peak belongs to another dtype or device, the FLOP
     count is too high, or the timer stopped before the work finished (a missing synchronize).
     """
-    _check_positive(flops=flops, seconds=seconds, peak_flops=peak_flops)
+    check_positive(flops=flops, seconds=seconds, peak_flops=peak_flops)
     if peak_flops < _SLOWEST_PLAUSIBLE_PEAK:
         raise ValueError(
             f"a peak of {peak_flops:g} FLOP/s is not a real device's; pass the dense peak in FLOP/s "

@@ -50,6 +50,12 @@ _H100_SXM_COMPUTE = dict(
     sparse={"tf32": 989 * T, "bf16": 1979 * T, "fp16": 1979 * T, "fp8": 3958 * T},
 )
 
+_A100_SXM_COMPUTE = dict(
+    dense={"fp64": 9.7 * T, "fp64_tensor": 19.5 * T, "fp32": 19.5 * T, "tf32": 156 * T,
+           "bf16": 312 * T, "fp16": 312 * T},
+    sparse={"tf32": 312 * T, "bf16": 624 * T, "fp16": 624 * T},
+)
+
 ACCELERATORS: dict[str, Accelerator] = {
     "h100-sxm": Accelerator(
         "H100 SXM", **_H100_SXM_COMPUTE, memory_bytes=80e9, bandwidth_bytes_per_s=3.35e12,
@@ -68,19 +74,11 @@ ACCELERATORS: dict[str, Accelerator] = {
         source="NVIDIA H200 datasheet (compute as H100 SXM)",
     ),
     "a100-sxm-40gb": Accelerator(
-        "A100 SXM 40GB",
-        dense={"fp64": 9.7 * T, "fp64_tensor": 19.5 * T, "fp32": 19.5 * T, "tf32": 156 * T,
-               "bf16": 312 * T, "fp16": 312 * T},
-        sparse={"tf32": 312 * T, "bf16": 624 * T, "fp16": 624 * T},
-        memory_bytes=40e9, bandwidth_bytes_per_s=1.555e12,
+        "A100 SXM 40GB", **_A100_SXM_COMPUTE, memory_bytes=40e9, bandwidth_bytes_per_s=1.555e12,
         source="NVIDIA A100 Tensor Core GPU datasheet",
     ),
     "a100-sxm-80gb": Accelerator(
-        "A100 SXM 80GB",
-        dense={"fp64": 9.7 * T, "fp64_tensor": 19.5 * T, "fp32": 19.5 * T, "tf32": 156 * T,
-               "bf16": 312 * T, "fp16": 312 * T},
-        sparse={"tf32": 312 * T, "bf16": 624 * T, "fp16": 624 * T},
-        memory_bytes=80e9, bandwidth_bytes_per_s=2.039e12,
+        "A100 SXM 80GB", **_A100_SXM_COMPUTE, memory_bytes=80e9, bandwidth_bytes_per_s=2.039e12,
         source="NVIDIA A100 Tensor Core GPU datasheet",
     ),
     "b200": Accelerator(

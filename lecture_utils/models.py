@@ -8,12 +8,9 @@ import torch
 from jaxtyping import Float
 from torch import nn
 
+from lecture_utils.checks import check_int
 
-def _count(name: str, value: object, *, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
 
 
 def scaled_init(
@@ -24,8 +21,8 @@ def scaled_init(
     torch.nn.init.trunc_normal_'s bounds a, b are absolute values, not multiples of std, so the
     cut is applied to a standard normal before scaling; cutting N(0, 1/d_in) at +-3 would cut nothing.
     """
-    _count("d_in", d_in)
-    _count("d_out", d_out)
+    check_int("d_in", d_in)
+    check_int("d_out", d_out)
     w = torch.empty(d_in, d_out)
     if truncate is None:
         w.normal_(generator=generator)
@@ -54,8 +51,8 @@ class Cruncher(nn.Module):
 
     def __init__(self, dim: int, num_layers: int, *, generator: torch.Generator | None = None) -> None:
         super().__init__()
-        _count("dim", dim)
-        _count("num_layers", num_layers, minimum=0)
+        check_int("dim", dim)
+        check_int("num_layers", num_layers, minimum=0)
         self.layers = nn.ModuleList(Linear(dim, dim, generator=generator) for _ in range(num_layers))
         self.head = Linear(dim, 1, generator=generator)
 
@@ -67,14 +64,14 @@ class Cruncher(nn.Module):
 
 def cruncher_num_parameters(dim: int, num_layers: int) -> int:
     """D^2 per hidden layer plus D for the head: D^2 L + D."""
-    _count("dim", dim)
-    _count("num_layers", num_layers, minimum=0)
+    check_int("dim", dim)
+    check_int("num_layers", num_layers, minimum=0)
     return dim * dim * num_layers + dim
 
 
 def cruncher_activation_numel(dim: int, num_layers: int, batch_size: int) -> int:
     """Elements saved for backward besides the input batch: one (B, D) output per hidden layer, B D L."""
-    _count("dim", dim)
-    _count("num_layers", num_layers, minimum=0)
-    _count("batch_size", batch_size)
+    check_int("dim", dim)
+    check_int("num_layers", num_layers, minimum=0)
+    check_int("batch_size", batch_size)
     return batch_size * dim * num_layers

@@ -2,40 +2,33 @@
 
 from __future__ import annotations
 
+from lecture_utils.checks import check_positive
+
 SECONDS_PER_DAY = 86_400
 
 
-def _positive(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if not value > 0:
-        raise ValueError(f"{name} must be positive, got {value}")
-
-
 def _check_mfu(mfu: float) -> None:
-    _positive("mfu", mfu)
+    check_positive(mfu=mfu)
     if mfu > 1:
         raise ValueError(f"mfu is a fraction of peak in (0, 1], got {mfu}")
 
 
 def training_flops(params: float, tokens: float) -> float:
     """Dense-transformer training compute, 6 x N x D: 2ND forward plus 4ND backward."""
-    _positive("params", params)
-    _positive("tokens", tokens)
+    check_positive(params=params, tokens=tokens)
     return 6 * params * tokens
 
 
 def cluster_flops_per_day(num_gpus: int, peak_flops_per_gpu: float, mfu: float) -> float:
     """Useful FLOPs a cluster delivers in one day at a given model FLOPs utilization."""
-    _positive("num_gpus", num_gpus)
-    _positive("peak_flops_per_gpu", peak_flops_per_gpu)
+    check_positive(num_gpus=num_gpus, peak_flops_per_gpu=peak_flops_per_gpu)
     _check_mfu(mfu)
     return num_gpus * peak_flops_per_gpu * mfu * SECONDS_PER_DAY
 
 
 def training_days(total_flops: float, num_gpus: int, peak_flops_per_gpu: float, mfu: float) -> float:
     """Days to spend `total_flops` on `num_gpus` GPUs of a given dense peak, at a given MFU."""
-    _positive("total_flops", total_flops)
+    check_positive(total_flops=total_flops)
     return total_flops / cluster_flops_per_day(num_gpus, peak_flops_per_gpu, mfu)
 
 
@@ -45,6 +38,5 @@ def largest_model_params(memory_bytes: float, bytes_per_param: float) -> float:
     Activations, the CUDA context, temporary buffers and fragmentation are not counted, so the
     real largest model is smaller.
     """
-    _positive("memory_bytes", memory_bytes)
-    _positive("bytes_per_param", bytes_per_param)
+    check_positive(memory_bytes=memory_bytes, bytes_per_param=bytes_per_param)
     return memory_bytes / bytes_per_param

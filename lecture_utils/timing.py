@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch.utils.benchmark import Timer
 
+from lecture_utils.checks import check_int
 from lecture_utils.device import synchronize
 
 
@@ -39,11 +40,6 @@ class Timing:
         return min(self.seconds)
 
 
-def _check_count(name: str, value: int, least: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < least:
-        raise ValueError(f"{name} must be >= {least}, got {value}")
 
 
 def time_fn(
@@ -65,8 +61,8 @@ def time_fn(
     kind = torch.device(device).type
     if kind not in ("cpu", "cuda"):
         raise ValueError(f"cannot synchronize device type {kind!r}, so cannot time it; expected 'cpu' or 'cuda'")
-    _check_count("warmup", warmup, 0)
-    _check_count("trials", trials, 1)
+    check_int("warmup", warmup, 0)
+    check_int("trials", trials, 1)
     if isinstance(min_trial_s, bool) or not isinstance(min_trial_s, (int, float)) or not min_trial_s >= 0:
         raise ValueError(f"min_trial_s must be a number of seconds >= 0, got {min_trial_s!r}")
 
@@ -94,9 +90,9 @@ def compare_with_timer(
 
     The two alternate, round by round, so that on a shared machine both see the same load.
     """
-    _check_count("num_threads", num_threads, 1)
-    _check_count("rounds", rounds, 1)
-    _check_count("calls", calls, 1)
+    check_int("num_threads", num_threads, 1)
+    check_int("rounds", rounds, 1)
+    check_int("calls", calls, 1)
     timer = Timer("fn()", globals={"fn": fn}, num_threads=num_threads)
     previous = torch.get_num_threads()
     torch.set_num_threads(num_threads)

@@ -18,7 +18,8 @@ from jaxtyping import Float, Int, jaxtyped
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from lecture_utils.flops import check_dims, matmul_flops
+from lecture_utils.checks import check_dims
+from lecture_utils.flops import matmul_flops
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

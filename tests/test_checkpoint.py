@@ -22,13 +22,7 @@ MODEL = TransformerConfig(vocab_size=VOCAB, max_seq_len=CONTEXT, d_model=16, n_l
 LR = {"sgd": 0.5, "momentum": 0.1, "adagrad": 0.05, "rmsprop": 3e-3, "adam": 3e-3, "adamw": 3e-3}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # Tiny models run fastest on one thread, and the machine may be shared.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -127,7 +127,7 @@ def test_get_batch_rejects_non_integer_tokens():
 
 @pytest.mark.parametrize("batch_size", [0, -1])
 def test_get_batch_rejects_an_empty_batch(batch_size):
-    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+    with pytest.raises(ValueError, match="batch_size must be positive"):
         get_batch(np.arange(100, dtype=np.uint16), batch_size, 4, "cpu", torch.Generator())
 
 
@@ -135,7 +135,7 @@ def test_get_batch_rejects_other_bad_arguments():
     data = np.arange(100, dtype=np.uint16)
     with pytest.raises(TypeError, match="batch_size must be an int"):
         get_batch(data, 2.0, 4, "cpu", torch.Generator())
-    with pytest.raises(ValueError, match="context_length must be >= 1"):
+    with pytest.raises(ValueError, match="context_length must be positive"):
         get_batch(data, 2, 0, "cpu", torch.Generator())
     with pytest.raises(TypeError, match="torch.Generator"):
         get_batch(data, 2, 4, "cpu", np.random.default_rng(0))

@@ -78,7 +78,7 @@ def test_float32_precision_is_restored_even_after_an_error():
         ((8, torch.int32, "cpu"), {}, ValueError, "cannot benchmark dtype torch.int32"),
         ((8, "float32", "cpu"), {}, TypeError, "dtype must be a torch.dtype"),
         ((8, torch.float32, "cpu"), {"float32_precision": "medium"}, ValueError, "unknown float32 matmul precision"),
-        ((8, torch.float32, "cpu"), {"trials": 0}, ValueError, "trials must be >= 1"),
+        ((8, torch.float32, "cpu"), {"trials": 0}, ValueError, "trials must be positive"),
     ],
 )
 def test_benchmark_rejects_bad_input(args, kwargs, error, message):

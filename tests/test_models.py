@@ -41,7 +41,7 @@ def test_scaled_init_is_reproducible_from_a_generator():
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        (dict(d_in=0, d_out=3), ValueError, "d_in must be >= 1"),
+        (dict(d_in=0, d_out=3), ValueError, "d_in must be positive"),
         (dict(d_in=4, d_out=2.0), TypeError, "d_out must be an int"),
         (dict(d_in=4, d_out=2, truncate=-3.0), ValueError, "truncate must be a positive"),
         (dict(d_in=4, d_out=2, truncate="3"), ValueError, "truncate must be a positive"),

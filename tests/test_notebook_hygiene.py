@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 MACHINE_SPECIFIC = re.compile(r"(?<![\w.])/(?:[\w.-]+/){2,}[\w.-]+|\b0x[0-9a-fA-F]{8,}\b")
 IMAGE_REF = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)|<img[^>]+src=\"([^\"]+)\"")
+ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 RAISES = {"raises-exception", "nbval-raises-exception"}
 
 
@@ -21,7 +22,8 @@ def code_cells(path: Path) -> list[nbformat.NotebookNode]:
 
 
 def output_text(output: nbformat.NotebookNode) -> str:
-    return "".join(output.get("text", "")) + "".join(output.get("data", {}).get("text/plain", ""))
+    parts = [output.get("text", ""), output.get("data", {}).get("text/plain", ""), output.get("traceback", [])]
+    return ANSI_COLOUR.sub("", "".join("".join(part) for part in parts))
 
 
 def test_notebooks_exist_in_order():

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from datetime import datetime
@@ -19,6 +20,9 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
+# A traceback frame in a file (IPython colours it "File <path>:<line>"); a notebook cell's frame
+# reads "Cell In[n]" instead.
+LIBRARY_FRAME = re.compile(r"^(\x1b\[[0-9;]*m)*File ")
 
 
 def cell_seconds(cell: nbformat.NotebookNode) -> float:
@@ -31,10 +35,17 @@ def cell_seconds(cell: nbformat.NotebookNode) -> float:
     return (parse(end) - parse(start)).total_seconds()
 
 
-def merge_streams(cell: nbformat.NotebookNode) -> None:
-    """Join consecutive stdout (or stderr) chunks: how prints were flushed varies run to run."""
+def tidy_outputs(cell: nbformat.NotebookNode) -> None:
+    """Make stored outputs stable and portable before they are committed.
+
+    Consecutive stdout (or stderr) chunks are joined, since how prints were flushed varies run to
+    run. An expected error keeps the notebook's own frames and the message, and drops the frames
+    inside library files, which show this machine's absolute paths.
+    """
     merged: list[nbformat.NotebookNode] = []
     for output in cell.get("outputs", []):
+        if output.output_type == "error":
+            output.traceback = [frame for frame in output.traceback if not LIBRARY_FRAME.search(frame)]
         last = merged[-1] if merged else None
         if last is not None and output.output_type == last.output_type == "stream" and output.name == last.name:
             last.text += output.text
@@ -57,7 +68,7 @@ def execute(path: Path, write: bool, slow: float, timeout: int) -> tuple[float, 
     if write:
         for cell in code_cells:  # timings change every run; keep them out of the committed file
             cell.metadata.pop("execution", None)
-            merge_streams(cell)
+            tidy_outputs(cell)
         nbformat.write(nb, path)
     return total, slow_cells
 

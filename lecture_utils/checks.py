@@ -1,0 +1,29 @@
+"""Input checks shared by the helpers, so every bad argument gets the same kind of clear message."""
+
+from __future__ import annotations
+
+import math
+
+
+def check_int(name: str, value: object, minimum: int = 1) -> None:
+    """Raise TypeError unless `value` is an int (not a bool), ValueError if it is below `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        bound = {0: "cannot be negative", 1: "must be positive"}.get(minimum, f"must be >= {minimum}")
+        raise ValueError(f"{name} {bound}, got {value}")
+
+
+def check_dims(**dims: object) -> None:
+    """Raise unless every named dimension is a positive int (the message names the bad one)."""
+    for name, value in dims.items():
+        check_int(name, value)
+
+
+def check_positive(**values: object) -> None:
+    """Raise TypeError unless each named value is a real number, ValueError unless positive and finite."""
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+        if not value > 0 or math.isinf(value):
+            raise ValueError(f"{name} must be positive and finite, got {value}")
