@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from lecture_utils.checks import check_int
-from lecture_utils.memory import dtype_bytes, format_bytes, saved_tensor_bytes
+from lecture_utils.memory import dtype_bytes, format_bytes, saved_tensor_bytes, tensor_bytes
 from lecture_utils.optim import STATE_TENSORS_PER_PARAM
 
 COMPONENTS = ("parameters", "gradients", "optimizer_state", "activations")
@@ -35,6 +35,7 @@ class MemoryBudget:
 
     @property
     def total(self) -> int:
+        """Bytes of all components together."""
         return sum(self.component_bytes().values())
 
     def entries(self) -> dict[tuple[str, torch.dtype], int]:
@@ -43,10 +44,9 @@ class MemoryBudget:
 
 
 def _check_optimizer(optimizer: str) -> None:
+    """Reject an optimizer name the state table does not know."""
     if optimizer not in STATE_TENSORS_PER_PARAM:
         raise ValueError(f"unknown optimizer {optimizer!r}; expected one of {sorted(STATE_TENSORS_PER_PARAM)}")
-
-
 
 
 def bytes_per_parameter(optimizer: str, dtype: torch.dtype = torch.float32) -> int:
@@ -76,9 +76,10 @@ def predict_memory(
 
 
 def _by_dtype(tensors: Iterable[torch.Tensor]) -> dict[torch.dtype, int]:
+    """Bytes of the tensors, summed per dtype."""
     totals: dict[torch.dtype, int] = {}
     for t in tensors:
-        totals[t.dtype] = totals.get(t.dtype, 0) + t.numel() * t.element_size()
+        totals[t.dtype] = totals.get(t.dtype, 0) + tensor_bytes(t)
     return totals
 
 
@@ -120,12 +121,19 @@ def measure_memory(
     )
 
 
+def _relative_error(predicted: int, measured: int) -> float:
+    """|measured - predicted| / predicted; 0 when both are 0, inf when only the prediction is."""
+    if predicted:
+        return abs(measured - predicted) / predicted
+    return 0.0 if measured == 0 else float("inf")
+
+
 def relative_errors(predicted: MemoryBudget, measured: MemoryBudget) -> dict[tuple[str, torch.dtype], float]:
-    """|measured - predicted| / predicted for every (component, dtype) either one has (inf if predicted is 0)."""
+    """|measured - predicted| / predicted for every (component, dtype) either one has (inf if only predicted is 0)."""
     if not (isinstance(predicted, MemoryBudget) and isinstance(measured, MemoryBudget)):
         raise TypeError("relative_errors compares two MemoryBudget objects")
     p, m = predicted.entries(), measured.entries()
-    return {key: abs(m.get(key, 0) - p.get(key, 0)) / p[key] if p.get(key) else float("inf")
+    return {key: _relative_error(p.get(key, 0), m.get(key, 0))
             for key in sorted(p.keys() | m.keys(), key=lambda k: (COMPONENTS.index(k[0]), str(k[1])))}
 
 
@@ -137,7 +145,7 @@ def compare_table(predicted: MemoryBudget, measured: MemoryBudget) -> str:
     for (name, dtype), err in errors.items():
         dtype_name = str(dtype).removeprefix("torch.")
         rows.append(f"{name:16s} {dtype_name:9s} {p.get((name, dtype), 0):>12,d} {m.get((name, dtype), 0):>12,d} {err:>7.2%}")
-    total_err = abs(measured.total - predicted.total) / predicted.total if predicted.total else float("inf")
+    total_err = _relative_error(predicted.total, measured.total)
     rows.append(f"{'total':26s} {predicted.total:>12,d} {measured.total:>12,d} {total_err:>7.2%}"
                 f"   ({format_bytes(measured.total)})")
     return "\n".join(rows)

@@ -12,14 +12,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from lecture_utils.checks import check_int
+
 FORMAT_VERSION = 1
 _KEYS = {"format_version", "step", "model", "optimizer", "rng"}
 
 
 def seed_everything(seed: int) -> None:
     """Seed Python's `random`, NumPy's global generator and torch on the CPU and every GPU."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed must be an int in [0, 2**32), got {seed!r}")
+    check_int("seed", seed, 0)
+    if seed >= 2**32:  # NumPy's legacy seeding takes 32 bits
+        raise ValueError(f"seed must be below 2**32, got {seed}")
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device
@@ -93,6 +96,14 @@ def atomic_save(obj: object, path: str | Path) -> Path:
     return path
 
 
+def _check_training_objects(model: object, optimizer: object) -> None:
+    """Reject a model that is not an nn.Module or an optimizer that is not a torch.optim.Optimizer (None allowed)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer or None, got {type(optimizer).__name__}")
+
+
 def save_checkpoint(
     path: str | Path,
     *,
@@ -102,8 +113,8 @@ def save_checkpoint(
     data_generator: torch.Generator,
 ) -> Path:
     """Atomically write what a bit-exact resume needs: model, optimizer state, step and every RNG state."""
-    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-        raise ValueError(f"step must be an int >= 0, got {step!r}")
+    check_int("step", step, 0)
+    _check_training_objects(model, optimizer)
     checkpoint = {
         "format_version": FORMAT_VERSION,
         "step": step,
@@ -127,6 +138,7 @@ def load_checkpoint(
     checkpoint from elsewhere cannot run code on load. Pass optimizer=None or data_generator=None
     to skip restoring the optimizer state or the RNG states (to see what that breaks).
     """
+    _check_training_objects(model, optimizer)
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     if not isinstance(checkpoint, dict) or not _KEYS <= set(checkpoint):
         raise ValueError(f"{Path(path).name} is not a checkpoint written by save_checkpoint; expected keys {sorted(_KEYS)}")

@@ -12,9 +12,8 @@ from jaxtyping import Float, Int, Integer
 from lecture_utils.checks import check_int
 
 
-
-
 def _check_cpu_generator(generator: torch.Generator) -> None:
+    """Reject anything but a torch.Generator on the CPU, where offsets and samples are drawn."""
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     if generator.device.type != "cpu":
@@ -48,8 +47,11 @@ def random_transition_matrix(
 
 
 def _check_transition(transition: torch.Tensor) -> None:
-    if not isinstance(transition, torch.Tensor) or transition.ndim != 2 or transition.shape[0] != transition.shape[1]:
-        raise ValueError("transition must be a square (vocab, vocab) tensor of probabilities")
+    """Reject anything but a square matrix whose rows are probability distributions."""
+    if not isinstance(transition, torch.Tensor):
+        raise TypeError(f"transition must be a torch.Tensor, got {type(transition).__name__}")
+    if transition.ndim != 2 or transition.shape[0] != transition.shape[1]:
+        raise ValueError(f"transition must be a square (vocab, vocab) matrix, got shape {tuple(transition.shape)}")
     if (transition < 0).any() or not torch.allclose(transition.sum(1), torch.ones((), dtype=transition.dtype)):
         raise ValueError("every row of transition must be a probability distribution (non-negative, sums to 1)")
 

@@ -21,7 +21,8 @@ from lecture_utils.hardware import ACCELERATORS
 from lecture_utils.plotting import COLORS
 
 # PCIe 5.0 Base Specification: 32 GT/s per lane, 16 lanes, one bit per transfer, per direction.
-# The 128b/130b line code leaves about 63 GB/s of it for data; NVIDIA quotes 64 GB/s.
+# The 128b/130b line code leaves about 63 GB/s of it for data; the H100 datasheet quotes
+# PCIe Gen5 as 128 GB/s, both directions together.
 PCIE_GEN5_X16_BYTES_PER_S = 32e9 * 16 / 8
 PCIE_SOURCE = "PCIe 5.0 spec: 32 GT/s x 16 lanes, per direction"
 
@@ -40,10 +41,12 @@ class FloatFormat:
 
     @property
     def bits(self) -> int:
+        """Total width: sign + exponent + fraction."""
         return 1 + self.exponent_bits + self.fraction_bits
 
     @property
     def bias(self) -> int:
+        """What is subtracted from the stored exponent: 2^(exponent_bits - 1) - 1."""
         return 2 ** (self.exponent_bits - 1) - 1
 
     @property
@@ -96,6 +99,7 @@ class FloatBits:
 
     @property
     def is_subnormal(self) -> bool:
+        """An all-zeros exponent field: no implicit leading 1 (zero is one of these)."""
         return self.exponent == 0
 
     def value(self) -> float:
@@ -170,8 +174,8 @@ def ulp(x: Float[torch.Tensor, "*shape"], dtype: torch.dtype) -> Float[torch.Ten
 
 def relative_spacing(x: Float[torch.Tensor, "*shape"], dtype: torch.dtype) -> Float[torch.Tensor, "*shape"]:
     """ulp / |x| after rounding x to `dtype`: the relative rounding step there; NaN where x rounds to 0 or inf."""
+    gaps = ulp(x, dtype)  # first, so a bad x or dtype is rejected with ulp's message
     stored = x.to(dtype).to(torch.float64).abs()
-    gaps = ulp(x, dtype)
     return torch.where(stored > 0, gaps / stored, torch.nan)
 
 
@@ -234,12 +238,14 @@ def draw_float_spacing() -> Figure:
 
 
 def _box(ax: plt.Axes, xy: tuple[float, float], w: float, h: float, text: str, color: str) -> None:
+    """A rounded, labelled box at xy (lower left)."""
     ax.add_patch(FancyBboxPatch(xy, w, h, boxstyle="round,pad=0.02,rounding_size=0.15", facecolor=color,
                                 edgecolor="#555555", lw=1.2))
     ax.text(xy[0] + w / 2, xy[1] + h / 2, text, ha="center", va="center", fontsize=12)
 
 
 def _arrow(ax: plt.Axes, start: tuple[float, float], end: tuple[float, float], width: float, color: str) -> None:
+    """An arrow whose line width (and head) stands for a bandwidth."""
     ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14 + 6 * width, lw=width,
                                  color=color, shrinkA=0, shrinkB=0))
 

@@ -18,8 +18,9 @@ import numpy as np
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
+from lecture_utils.checks import check_int, check_positive
 from lecture_utils.hardware import ACCELERATORS
-from lecture_utils.napkin import training_days, training_flops
+from lecture_utils.napkin import check_mfu, training_days, training_flops
 from lecture_utils.plotting import COLORS, save_figure, use_style
 
 FIGURES: dict[str, str] = {
@@ -40,7 +41,14 @@ def draw_training_days(
     peak_flops_per_gpu: float = ACCELERATORS["h100-sxm"].peak("bf16"),
 ) -> Figure:
     """Days to train `params` on `tokens`: against MFU for several cluster sizes, and against GPU count."""
-    flops = training_flops(params, tokens)
+    if len(gpu_counts) == 0 or len(mfus) == 0:
+        raise ValueError(f"need at least one GPU count and one MFU, got gpu_counts={gpu_counts!r}, mfus={mfus!r}")
+    for count in gpu_counts:
+        check_int("each GPU count", count)
+    for m in mfus:
+        check_mfu(m)
+    check_positive(peak_flops_per_gpu=peak_flops_per_gpu)
+    flops = training_flops(params, tokens)  # checks params and tokens
     fig, (by_mfu, by_gpus) = plt.subplots(1, 2, figsize=(10, 4))
     mfu_grid = np.linspace(min(mfus), max(mfus), 61)
     for count in gpu_counts:
@@ -61,7 +69,7 @@ def draw_training_days(
     for ax, x in ((by_mfu, 0.5), (by_gpus, 1024)):
         ax.plot([x], [baseline], "o", color=COLORS["peak"])
         ax.annotate(f"{baseline:.0f} days", (x, baseline), textcoords="offset points", xytext=(6, 6),
-                    bbox=dict(facecolor="white", edgecolor="none", alpha=0.8))
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
         ax.yaxis.set_major_locator(ticker.LogLocator(base=2))
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:g}"))
         ax.yaxis.set_minor_formatter(ticker.NullFormatter())

@@ -134,7 +134,8 @@ def matmul_precision(dtype: torch.dtype, float32_matmul_precision: str | None = 
     """Which datasheet row bounds a matmul in this dtype: fp32 'highest' is fp32, 'high' is TF32.
 
     PyTorch's default for fp32 matmuls is 'highest' (true fp32). On CUDA both 'high' and 'medium'
-    let cuBLAS use TF32 tensor cores (torch.set_float32_matmul_precision's documentation).
+    let cuBLAS use TF32 tensor cores (torch.set_float32_matmul_precision's documentation); the
+    datasheet rows this returns are GPU rows.
     """
     if dtype == torch.float32:
         mode = float32_matmul_precision or torch.get_float32_matmul_precision()
@@ -168,7 +169,8 @@ def cpu_peak_estimate(dtype: torch.dtype = torch.float32, *, threads: int | None
 
     There is no datasheet for "this laptop", so the result is labelled an estimate. Only fp32 and
     fp64 are estimated: bf16/fp16 throughput on CPUs depends on extensions (AMX, AVX512-BF16) that
-    this simple model does not cover.
+    this simple model does not cover. It errs high: it counts torch's threads (hyperthreads share a
+    core's FMA units), the base clock, and full-width FMA units (some cores split 512-bit work in two).
     """
     lanes_per_512_bits = {torch.float32: 16, torch.float64: 8}
     if dtype not in lanes_per_512_bits:

@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from lecture_utils.checks import check_int
 from lecture_utils.device import device_name, pick_device, sized
 from lecture_utils.flops import arithmetic_intensity, matmul_bytes, matmul_flops, mfu
 from lecture_utils.hardware import matmul_precision, peak_flops
@@ -99,10 +100,7 @@ def benchmark_matmul(
     seed: int = 0,
 ) -> MatmulResult:
     """Time an (n x n) @ (n x n) matmul in `dtype` on random normal inputs into a preallocated output."""
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"n must be an int, got {type(n).__name__}")
-    if n <= 0:
-        raise ValueError(f"matrix size n must be positive, got {n}")
+    check_int("n", n)
     if not isinstance(dtype, torch.dtype):
         raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
     if dtype not in _DTYPES:
@@ -111,7 +109,8 @@ def benchmark_matmul(
     with float32_matmul_precision(float32_precision):
         precision = matmul_precision(dtype)
         if device.type == "cpu" and precision == "tf32":
-            raise ValueError("TF32 ('high') is a CUDA tensor-core mode; on the CPU an fp32 matmul stays fp32")
+            raise ValueError("TF32 ('high') is benchmarked as a CUDA tensor-core mode only: most CPUs run 'high' "
+                             "as plain fp32, and no CPU datasheet gives a TF32 peak to hold it to")
         # Drawn on the device: the values only need to be random (zeros draw less power and run faster).
         generator = torch.Generator(device=device).manual_seed(seed)
         a = torch.randn(n, n, generator=generator, device=device, dtype=dtype)
@@ -162,8 +161,7 @@ def run_benchmark(
 
 def copy_bandwidth(device: torch.device | str, numel: int, *, trials: int = 5) -> float:
     """Measured bytes/s of copying `numel` random fp32 values into another buffer (one read + one write each)."""
-    if isinstance(numel, bool) or not isinstance(numel, int) or numel <= 0:
-        raise ValueError(f"numel must be a positive int, got {numel!r}")
+    check_int("numel", numel)
     generator = torch.Generator(device=device).manual_seed(0)
     src = torch.rand(numel, generator=generator, device=device)
     dst = torch.empty_like(src)
@@ -172,6 +170,7 @@ def copy_bandwidth(device: torch.device | str, numel: int, *, trials: int = 5) -
 
 
 def _si(value: float, unit: str) -> str:
+    """A value with an SI prefix, e.g. 795.0 TFLOP/s."""
     for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")):
         if value >= factor:
             return f"{value / factor:.1f} {prefix}{unit}"
@@ -179,19 +178,23 @@ def _si(value: float, unit: str) -> str:
 
 
 def format_results(results: Sequence[MatmulResult]) -> str:
-    """A table of results (size, dtype, time, achieved and peak FLOP/s, MFU) with each peak's source below."""
+    """A table of results (size, dtype, time, achieved and peak FLOP/s, MFU) with each peak's source below.
+
+    A peak that is an estimate (a CPU's) says "est." and its MFU carries a "~", so neither reads as a datasheet figure.
+    """
     if not results:
         raise ValueError("no results to format")
-    lines = [f"{'n':>6}  {'dtype':9}{'row':5}{'ms/matmul':>10}  {'achieved':>14}  {'peak':>15}  {'MFU':>5}"]
+    lines = [f"{'n':>6}  {'dtype':9}{'row':5}{'ms/matmul':>10}  {'achieved':>14}  {'peak':>20}  {'MFU':>6}"]
     sources: list[str] = []
     for r in results:
         if r.peak_source not in sources:
             sources.append(r.peak_source)
         mark = "*" * (sources.index(r.peak_source) + 1)
-        peak = _si(r.peak_flops_per_s, "FLOP/s") if r.peak_flops_per_s else "none"
-        mfu_text = f"{r.mfu:.3f}" if r.mfu is not None else "-"
+        estimate = " est." if r.peak_estimate else ""
+        peak = "none" if r.peak_flops_per_s is None else _si(r.peak_flops_per_s, "FLOP/s") + estimate
+        mfu_text = "-" if r.mfu is None else ("~" if r.peak_estimate else "") + f"{r.mfu:.3f}"
         lines.append(f"{r.n:>6}  {r.dtype:9}{r.precision:5}{r.seconds * 1e3:>10.3f}  "
-                     f"{_si(r.flops_per_s, 'FLOP/s'):>14}  {peak:>12}{mark:<3}  {mfu_text:>5}")
+                     f"{_si(r.flops_per_s, 'FLOP/s'):>14}  {peak:>17}{mark:<3}  {mfu_text:>6}")
     lines += [f"{'*' * (i + 1)} {source}" for i, source in enumerate(sources)]
     return "\n".join(lines)
 
@@ -234,7 +237,18 @@ def load_reference(path: str | Path) -> tuple[dict, list[MatmulResult]]:
     return meta, results
 
 
+def describe_reference(path: str | Path) -> str:
+    """A recorded run as text: which machine and settings it came from, then its results table."""
+    meta, results = load_reference(path)
+    header = (f"REFERENCE RUN (recorded on another machine, not this one): {meta['device']}, torch {meta['torch']}, "
+              f"CUDA {meta['cuda']}, {meta['date']}\n"
+              f"{meta['warmup']} warm-up calls, then the median of {meta['trials']} trials "
+              f"of at least {meta['min_trial_s']} s each")
+    return f"{header}\n{format_results(results)}"
+
+
 def _precision_color(precision: str) -> str:
+    """The plot colour of a datasheet row; TF32 has none in COLORS, so it gets its own."""
     return COLORS.get(precision, "#9467bd")
 
 

@@ -8,9 +8,7 @@ import torch
 from jaxtyping import Float
 from torch import nn
 
-from lecture_utils.checks import check_int
-
-
+from lecture_utils.checks import check_dims, check_int, check_positive
 
 
 def scaled_init(
@@ -21,14 +19,12 @@ def scaled_init(
     torch.nn.init.trunc_normal_'s bounds a, b are absolute values, not multiples of std, so the
     cut is applied to a standard normal before scaling; cutting N(0, 1/d_in) at +-3 would cut nothing.
     """
-    check_int("d_in", d_in)
-    check_int("d_out", d_out)
+    check_dims(d_in=d_in, d_out=d_out)
     w = torch.empty(d_in, d_out)
     if truncate is None:
         w.normal_(generator=generator)
     else:
-        if isinstance(truncate, bool) or not isinstance(truncate, (int, float)) or truncate <= 0:
-            raise ValueError(f"truncate must be a positive number of standard deviations or None, got {truncate!r}")
+        check_positive(truncate=truncate)
         nn.init.trunc_normal_(w, std=1.0, a=-truncate, b=truncate, generator=generator)
     return w / math.sqrt(d_in)
 

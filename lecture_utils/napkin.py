@@ -7,7 +7,8 @@ from lecture_utils.checks import check_positive
 SECONDS_PER_DAY = 86_400
 
 
-def _check_mfu(mfu: float) -> None:
+def check_mfu(mfu: float) -> None:
+    """Raise unless `mfu` is a fraction of peak in (0, 1]."""
     check_positive(mfu=mfu)
     if mfu > 1:
         raise ValueError(f"mfu is a fraction of peak in (0, 1], got {mfu}")
@@ -22,7 +23,7 @@ def training_flops(params: float, tokens: float) -> float:
 def cluster_flops_per_day(num_gpus: int, peak_flops_per_gpu: float, mfu: float) -> float:
     """Useful FLOPs a cluster delivers in one day at a given model FLOPs utilization."""
     check_positive(num_gpus=num_gpus, peak_flops_per_gpu=peak_flops_per_gpu)
-    _check_mfu(mfu)
+    check_mfu(mfu)
     return num_gpus * peak_flops_per_gpu * mfu * SECONDS_PER_DAY
 
 

@@ -24,6 +24,9 @@ from typing import Any
 import torch
 from jaxtyping import Float
 
+from lecture_utils.checks import check_int
+from lecture_utils.memory import tensor_bytes
+
 ParamsT = Iterable[torch.Tensor] | Iterable[dict[str, Any]]
 
 
@@ -54,6 +57,7 @@ class _Optimizer(torch.optim.Optimizer):
         self._check({k: v for k, v in self.param_groups[-1].items() if k in self.defaults})
 
     def _check(self, hyper: dict[str, Any]) -> None:
+        """Reject a hyperparameter that is not a number in range (betas as a pair of them)."""
         for name, value in hyper.items():
             if name == "betas":
                 if not (isinstance(value, (tuple, list)) and len(value) == 2):
@@ -210,7 +214,7 @@ def optimizer_state_bytes(optimizer: torch.optim.Optimizer) -> int:
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"expected a torch.optim.Optimizer, got {type(optimizer).__name__}")
     return sum(
-        v.numel() * v.element_size()
+        tensor_bytes(v)
         for state in optimizer.state.values()
         for v in state.values()
         if isinstance(v, torch.Tensor)
@@ -219,7 +223,7 @@ def optimizer_state_bytes(optimizer: torch.optim.Optimizer) -> int:
 
 def trajectories(
     optimizer: str | type[torch.optim.Optimizer],
-    loss_fn: Callable[[Float[torch.Tensor, "... dim"]], Float[torch.Tensor, "..."]],
+    loss_fn: Callable[[Float[torch.Tensor, "... dim"]], Float[torch.Tensor, ...]],
     start: Sequence[float],
     *,
     steps: int,
@@ -234,8 +238,7 @@ def trajectories(
     cls = OPTIMIZERS.get(optimizer) if isinstance(optimizer, str) else optimizer
     if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)):
         raise ValueError(f"unknown optimizer {optimizer!r}; expected one of {sorted(OPTIMIZERS)} or an Optimizer class")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    check_int("steps", steps, 0)
     if len(lrs) == 0:
         raise ValueError("lrs must hold at least one learning rate")
     start_t = torch.tensor(start, dtype=torch.float64)

@@ -18,6 +18,7 @@ from jaxtyping import Float
 from matplotlib.figure import Figure
 from torch import nn
 
+from lecture_utils.checks import check_dims, check_int, check_positive
 from lecture_utils.memory import dtype_bytes, tensor_bytes
 from lecture_utils.plotting import COLORS
 
@@ -115,11 +116,7 @@ RECIPES: dict[str, Recipe] = {
 
 
 def training_state_bytes(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, int]:
-    """Bytes of each per-parameter component training holds now: params, grads, master copies, Adam's m and v.
-
-    Master copies are the optimizer's parameters that are not the model's. Optimizer state that is
-    not shaped like its parameter (Adam's scalar step counter) is not a per-parameter cost and is skipped.
-    """
+    """Bytes of each per-parameter component training holds now: params, grads, master copies, Adam's m and v."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(optimizer, torch.optim.Optimizer):
@@ -133,11 +130,13 @@ def training_state_bytes(model: nn.Module, optimizer: torch.optim.Optimizer) -> 
         "grads": sum(tensor_bytes(p.grad) for p in params if p.grad is not None),
     }
     optimized = [p for group in optimizer.param_groups for p in group["params"]]
+    # What the optimizer updates but the model does not hold is a master copy.
     master = [p for p in optimized if id(p) not in model_ids]
     if master:
         counts["master"] = sum(tensor_bytes(p) for p in master)
     for p in optimized:
         for key, value in optimizer.state.get(p, {}).items():
+            # State not shaped like its parameter (Adam's scalar step) is no per-parameter cost.
             if isinstance(value, torch.Tensor) and value.shape == p.shape:
                 component = _STATE_COMPONENTS.get(key, key)
                 counts[component] = counts.get(component, 0) + tensor_bytes(value)
@@ -180,7 +179,7 @@ TRAINING_RECIPES = ("fp32", "autocast bf16", "bf16 + fp32 master", "pure bf16")
 
 @dataclass(frozen=True)
 class RegressionRun:
-    """One training run: the fp32 loss after each step, and the share of weight updates rounded away."""
+    """One training run: the fp32 loss of the model's own weights after each step, and the share of updates lost."""
 
     recipe: str
     losses: list[float]
@@ -192,9 +191,10 @@ def regression_data(
     samples: int = 512, dim: int = 32, noise: float = 0.1, seed: int = 0
 ) -> tuple[Float[torch.Tensor, "samples dim"], Float[torch.Tensor, "samples 1"]]:
     """Inputs and targets of y = x w* + noise, drawn on the CPU from a seeded generator."""
-    for name, value in (("samples", samples), ("dim", dim)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    check_dims(samples=samples, dim=dim)
+    check_int("seed", seed, 0)
+    if isinstance(noise, bool) or not isinstance(noise, (int, float)):
+        raise TypeError(f"noise must be a number, got {type(noise).__name__}")
     if not noise >= 0:
         raise ValueError(f"noise must be >= 0, got {noise}")
     generator = torch.Generator().manual_seed(seed)
@@ -219,10 +219,8 @@ def train_regression(
                          f"and {tuple(y.shape)}")
     if x.device != y.device:
         raise ValueError(f"x and y must be on one device, got {x.device} and {y.device}")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
-    if not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr}")
+    check_int("steps", steps)
+    check_positive(lr=lr)
     # The ops here are tiny: on a CPU, OpenMP's fork and barrier per op cost more than the arithmetic
     # (a 512 x 32 bf16 matmul takes milliseconds on two busy cores, microseconds on one).
     threads = torch.get_num_threads()
@@ -261,16 +259,18 @@ def _train(x: torch.Tensor, y: torch.Tensor, recipe: str, steps: int, lr: float)
             optimizer.step()
         unchanged = (held.detach() == before) & wanted
         lost.append(unchanged.sum().item() / max(wanted.sum().item(), 1))
+        # The loss of the model itself (with master weights: their bf16 rounding), so the recipes
+        # compare the weights each one would ship, all scored in fp32.
         with torch.no_grad():
-            losses.append(F.mse_loss(x @ held.float().T, y).item())
-    return RegressionRun(recipe, losses, lost, held.detach().float().clone())
+            losses.append(F.mse_loss(x @ model.weight.float().T, y).item())
+    return RegressionRun(recipe, losses, lost, model.weight.detach().float().clone())
 
 
 _RUN_STYLE = {
-    "fp32": dict(color=COLORS["fp32"], lw=2.5),
-    "autocast bf16": dict(color=COLORS["bf16"], lw=1.5, ls="--"),
-    "bf16 + fp32 master": dict(color=COLORS["bf16"], lw=2),
-    "pure bf16": dict(color=COLORS["fp8"], lw=2),
+    "fp32": {"color": COLORS["fp32"], "lw": 2.5},
+    "autocast bf16": {"color": COLORS["bf16"], "lw": 1.5, "ls": "--"},
+    "bf16 + fp32 master": {"color": COLORS["bf16"], "lw": 2},
+    "pure bf16": {"color": COLORS["fp8"], "lw": 2},
 }
 
 
@@ -338,15 +338,16 @@ def fp8_matmul_available(device: torch.device | str) -> bool:
 def scaled_fp8_matmul(
     a: Float[torch.Tensor, "m k"], b: Float[torch.Tensor, "k n"], out_dtype: torch.dtype = torch.bfloat16
 ) -> Float[torch.Tensor, "m n"]:
-    """a @ b with both quantized to e4m3 under per-tensor scales, multiplied by torch._scaled_mm.
-
-    cuBLASLt wants a row-major, b column-major and every dimension a multiple of 16; the scales
-    are applied to the fp32 accumulator, so the product comes back at the operands' real size.
-    """
+    """a @ b with both quantized to e4m3 under per-tensor scales, multiplied by torch._scaled_mm."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        raise TypeError(f"expected two tensors, got {type(a).__name__} and {type(b).__name__}")
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"expected (m, k) @ (k, n), got {tuple(a.shape)} @ {tuple(b.shape)}")
+    # cuBLASLt's fp8 kernels want sizes in multiples of 16, a row-major and b column-major.
     if any(size % 16 for size in (*a.shape, b.shape[1])):
         raise ValueError(f"fp8 matmul needs every dimension a multiple of 16, got {tuple(a.shape)} @ {tuple(b.shape)}")
     qa, scale_a = quantize_fp8(a)
     qb, scale_b = quantize_fp8(b)
-    return torch._scaled_mm(qa, qb.t().contiguous().t(), scale_a=scale_a, scale_b=scale_b, out_dtype=out_dtype)
+    # The scales multiply the fp32 accumulator, so the product comes back at the operands' real size.
+    return torch._scaled_mm(qa.contiguous(), qb.t().contiguous().t(), scale_a=scale_a, scale_b=scale_b,
+                            out_dtype=out_dtype)

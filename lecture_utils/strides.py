@@ -16,51 +16,51 @@ from jaxtyping import Shaped
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from lecture_utils.checks import check_dims, check_int
+from lecture_utils.memory import storage_bytes
 
-def _check_ints(name: str, values: Sequence[int]) -> tuple[int, ...]:
+
+def _check_ints(name: str, values: Sequence[int], minimum: int) -> tuple[int, ...]:
+    """Raise unless `values` is a sequence of ints, each >= `minimum`; return it as a tuple."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__}")
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{name} must hold ints, got {v!r} ({type(v).__name__})")
+    for k, v in enumerate(values):
+        check_int(f"{name}[{k}]", v, minimum)
     return tuple(values)
 
 
-def _check_tensor(x: torch.Tensor) -> None:
+def _check_tensor(x: object) -> None:
+    """Raise TypeError unless x is a tensor."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"expected a torch.Tensor, got {type(x).__name__}")
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     """Row-major strides of a shape: stride_k is the product of the sizes after dimension k."""
-    shape = _check_ints("shape", shape)
-    if any(size <= 0 for size in shape):
-        raise ValueError(f"sizes must be positive, got shape {shape}")
+    shape = _check_ints("shape", shape, 1)
     return tuple(math.prod(shape[k + 1:]) for k in range(len(shape)))
 
 
 def storage_index(index: Sequence[int], stride: Sequence[int], offset: int = 0) -> int:
     """Position of element `index` in storage: offset + sum(i_k x stride_k)."""
-    index, stride = _check_ints("index", index), _check_ints("stride", stride)
-    (offset,) = _check_ints("offset", [offset])
+    index, stride = _check_ints("index", index, 0), _check_ints("stride", stride, 0)
+    check_int("offset", offset, 0)
     if len(index) != len(stride):
         raise ValueError(f"index {index} has {len(index)} dims but stride {stride} has {len(stride)}")
-    if any(i < 0 for i in index) or any(s < 0 for s in stride) or offset < 0:
-        raise ValueError(f"index, stride and offset must be >= 0, got {index}, {stride}, {offset}")
     return offset + sum(i * s for i, s in zip(index, stride))
 
 
-def storage_elements(x: torch.Tensor) -> Shaped[torch.Tensor, " storage"]:
+def storage_elements(x: Shaped[torch.Tensor, "*shape"]) -> Shaped[torch.Tensor, " storage"]:
     """The whole storage behind x as a 1-D tensor of x's dtype; a view, so nothing is copied."""
     _check_tensor(x)
-    n = x.untyped_storage().nbytes() // x.element_size()
-    return x.as_strided((n,), (1,), 0)
+    # as_strided's offset counts from the start of the storage, not from x's own offset.
+    return x.as_strided((storage_bytes(x) // x.element_size(),), (1,), 0)
 
 
-def element_via_storage(x: torch.Tensor, index: Sequence[int]) -> Shaped[torch.Tensor, ""]:
+def element_via_storage(x: Shaped[torch.Tensor, "*shape"], index: Sequence[int]) -> Shaped[torch.Tensor, ""]:
     """Read x[index] the way the hardware does: compute its storage position and read the storage there."""
     _check_tensor(x)
-    index = _check_ints("index", index)
+    index = _check_ints("index", index, 0)
     if len(index) != x.dim():
         raise ValueError(f"index {index} has {len(index)} dims but the tensor has shape {tuple(x.shape)}")
     for dim, (i, size) in enumerate(zip(index, x.shape)):
@@ -73,7 +73,14 @@ def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether two tensors are views of the same storage (so writing one changes the other)."""
     _check_tensor(a)
     _check_tensor(b)
-    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    pointer = a.untyped_storage().data_ptr()
+    # Every empty storage (and every meta tensor) reports pointer 0, yet none shares data with another.
+    return a.device == b.device and pointer != 0 and pointer == b.untyped_storage().data_ptr()
+
+
+def _color(k: int, n: int) -> tuple[float, float, float, float]:
+    """Colour of storage element k of n, so a cell and its storage slot match in every panel."""
+    return plt.cm.viridis(0.15 + 0.8 * k / max(n - 1, 1))
 
 
 def _grid(ax: plt.Axes, x0: float, y0: float, rows: int, cols: int, stride: tuple[int, int], title: str) -> None:
@@ -82,7 +89,7 @@ def _grid(ax: plt.Axes, x0: float, y0: float, rows: int, cols: int, stride: tupl
     for i in range(rows):
         for j in range(cols):
             k = storage_index((i, j), stride)
-            ax.add_patch(Rectangle((x0 + j, y0 - i), 1, 1, facecolor=plt.cm.viridis(0.15 + 0.8 * k / (n - 1)),
+            ax.add_patch(Rectangle((x0 + j, y0 - i), 1, 1, facecolor=_color(k, n),
                                    edgecolor="white", lw=2))
             ax.text(x0 + j + 0.5, y0 - i + 0.5, str(k), ha="center", va="center", fontsize=14,
                     color="white" if k < 0.6 * n else "black", fontweight="bold")
@@ -96,13 +103,14 @@ def _grid(ax: plt.Axes, x0: float, y0: float, rows: int, cols: int, stride: tupl
 
 def draw_strides(rows: int = 3, cols: int = 4) -> Figure:
     """One storage of rows x cols floats, read as a rows x cols tensor and through its transpose's strides."""
+    check_dims(rows=rows, cols=cols)
     stride = contiguous_strides((rows, cols))
     n = rows * cols
     fig, ax = plt.subplots(figsize=(11, 6.5))
     top = 4.0
     ax.text(-0.3, top + 0.5, "storage", ha="right", va="center", fontsize=13, fontweight="bold")
     for k in range(n):
-        ax.add_patch(Rectangle((k, top), 1, 1, facecolor=plt.cm.viridis(0.15 + 0.8 * k / (n - 1)),
+        ax.add_patch(Rectangle((k, top), 1, 1, facecolor=_color(k, n),
                                edgecolor="white", lw=2))
         ax.text(k + 0.5, top + 0.5, str(k), ha="center", va="center", fontsize=14,
                 color="white" if k < 0.6 * n else "black", fontweight="bold")

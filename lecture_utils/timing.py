@@ -26,8 +26,7 @@ class Timing:
             raise ValueError("a Timing needs at least one trial")
         if any(not s >= 0 for s in self.seconds):
             raise ValueError(f"trial times must be >= 0 seconds, got {self.seconds}")
-        if self.calls_per_trial < 1:
-            raise ValueError(f"calls_per_trial must be >= 1, got {self.calls_per_trial}")
+        check_int("calls_per_trial", self.calls_per_trial)
 
     @property
     def median_s(self) -> float:
@@ -38,8 +37,6 @@ class Timing:
     def min_s(self) -> float:
         """Fastest trial's seconds per call."""
         return min(self.seconds)
-
-
 
 
 def time_fn(

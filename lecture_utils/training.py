@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from jaxtyping import Float, Int, Integer
 from torch import nn
 
+from lecture_utils.checks import check_int, check_positive
 from lecture_utils.data import get_batch
 
 
@@ -23,8 +24,7 @@ def init_weights_(model: nn.Module, generator: torch.Generator, *, std: float = 
     """
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    if not std > 0:
-        raise ValueError(f"std must be positive, got {std}")
+    check_positive(std=std)
     with torch.no_grad():
         for module in model.modules():
             if isinstance(module, (nn.Linear, nn.Embedding)):
@@ -38,7 +38,9 @@ def init_weights_(model: nn.Module, generator: torch.Generator, *, std: float = 
     return model
 
 
-def lm_loss(logits: Float[torch.Tensor, "batch seq vocab"], targets: Int[torch.Tensor, "batch seq"]) -> torch.Tensor:
+def lm_loss(
+    logits: Float[torch.Tensor, "batch seq vocab"], targets: Int[torch.Tensor, "batch seq"]
+) -> Float[torch.Tensor, ""]:
     """Mean cross-entropy of next-token predictions, in nats per token."""
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
@@ -48,8 +50,7 @@ def lr_at(step: int, *, max_lr: float, min_lr: float, warmup_steps: int, total_s
 
     The rate is a pure function of the step, so a checkpoint needs only the step to resume it.
     """
-    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-        raise ValueError(f"step must be an int >= 0, got {step!r}")
+    check_int("step", step, 0)
     if not 0 <= min_lr <= max_lr:
         raise ValueError(f"need 0 <= min_lr <= max_lr, got min_lr={min_lr}, max_lr={max_lr}")
     if not 0 <= warmup_steps <= total_steps or total_steps < 1:
@@ -79,17 +80,13 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("total_steps", "batch_size", "context_length", "eval_every", "eval_batches"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not self.max_lr > 0:
-            raise ValueError(f"max_lr must be positive, got {self.max_lr}")
+            check_int(name, getattr(self, name))
+        check_int("warmup_steps", self.warmup_steps, 0)
+        check_positive(max_lr=self.max_lr, max_grad_norm=self.max_grad_norm)
         if not 0 <= self.min_lr_ratio <= 1:
             raise ValueError(f"min_lr_ratio must lie in [0, 1], got {self.min_lr_ratio}")
-        if not 0 <= self.warmup_steps <= self.total_steps:
+        if self.warmup_steps > self.total_steps:
             raise ValueError(f"warmup_steps must lie in [0, total_steps], got {self.warmup_steps}")
-        if not self.max_grad_norm > 0:
-            raise ValueError(f"max_grad_norm must be positive, got {self.max_grad_norm}")
 
     def lr(self, step: int) -> float:
         """The scheduled learning rate at `step`."""
@@ -152,6 +149,7 @@ def evaluate(
     Dropout is off during evaluation and no shared random stream is touched, so evaluating
     leaves the training run exactly as it would have been without it.
     """
+    check_int("batches", batches)
     was_training = model.training
     model.eval()
     generator = torch.Generator().manual_seed(seed)
@@ -183,7 +181,9 @@ def train(
     whose step is a multiple of it.
     """
     stop_step = config.total_steps if stop_step is None else stop_step
-    if not 0 <= start_step <= stop_step:
+    check_int("start_step", start_step, 0)
+    check_int("stop_step", stop_step, 0)
+    if start_step > stop_step:
         raise ValueError(f"need 0 <= start_step <= stop_step, got {start_step} and {stop_step}")
     log = TrainLog() if log is None else log
     for step in range(start_step, stop_step):

@@ -18,7 +18,7 @@ from jaxtyping import Float, Int, jaxtyped
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from lecture_utils.checks import check_dims
+from lecture_utils.checks import check_dims, check_positive
 from lecture_utils.flops import matmul_flops
 
 if TYPE_CHECKING:
@@ -136,6 +136,7 @@ class TransformerConfig:
 
     @property
     def head_dim(self) -> int:
+        """Width of one attention head: d_model / n_heads."""
         return self.d_model // self.n_heads
 
 
@@ -159,6 +160,7 @@ class TransformerBlock(nn.Module):
 
     @jaxtyped(typechecker=beartype)
     def forward(self, x: Float[Tensor, "batch seq d_model"]) -> Float[Tensor, "batch seq d_model"]:
+        """One block: causal self-attention, then the MLP, each added to the residual stream."""
         q, k, v = (split_heads(t, self.n_heads) for t in self.qkv(self.norm1(x)).chunk(3, dim=-1))
         if self.attention == "sdpa":
             mixed = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -187,6 +189,7 @@ class TinyLM(nn.Module):
 
     @jaxtyped(typechecker=beartype)
     def forward(self, tokens: Int[Tensor, "batch seq"]) -> Float[Tensor, "batch seq vocab"]:
+        """Next-token logits for every position of every sequence."""
         seq = tokens.shape[1]
         if seq > self.config.max_seq_len:
             raise ValueError(f"sequence of {seq} tokens is longer than max_seq_len={self.config.max_seq_len}")
@@ -217,6 +220,8 @@ def block_matmul_params(d_model: int, d_ff: int) -> int:
 
 def matmul_params(config: TransformerConfig) -> int:
     """Weights of TinyLM that take part in a matmul: every block, plus the d_model x vocab unembedding."""
+    if not isinstance(config, TransformerConfig):
+        raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
     return config.n_layers * block_matmul_params(config.d_model, config.d_ff) + config.d_model * config.vocab_size
 
 
@@ -247,6 +252,7 @@ def training_flops_per_token(n_params: int, n_layers: int, n_heads: int, head_di
 
 def draw_linear_layer_matmuls(batch: float = 2.0, d_in: float = 3.0, d_out: float = 1.5) -> Figure:
     """The three matmuls of one linear layer y = x W: one forward, two backward, each 2 B D K FLOPs."""
+    check_positive(batch=batch, d_in=d_in, d_out=d_out)  # box sizes in drawing units, not tensor sizes
     # pyplot takes about a second to import: load it for the figure only, not with the model code.
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
@@ -266,6 +272,7 @@ def draw_linear_layer_matmuls(batch: float = 2.0, d_in: float = 3.0, d_out: floa
     ]
     row_height = max(batch, d_in, d_out) + 1.6
     fig, ax = plt.subplots(figsize=(7.0, 6.5))
+    lowest = 0.0
     for i, (title, mats) in enumerate(rows):
         top = -i * row_height
         ax.text(0, top + 0.45, title, fontsize=12, fontweight="bold", va="bottom")
@@ -273,6 +280,7 @@ def draw_linear_layer_matmuls(batch: float = 2.0, d_in: float = 3.0, d_out: floa
         for j, (name, shape, height, width, kind) in enumerate(mats):
             ax.add_patch(Rectangle((x, top - height), width, height, facecolor=colors[kind], alpha=0.35,
                                    edgecolor=colors[kind], linewidth=1.5))
+            lowest = min(lowest, top - height)
             ax.text(x + width / 2, top - height / 2, f"{name}\n({shape})", ha="center", va="center", fontsize=10)
             x += width
             if j < 2:
@@ -282,9 +290,9 @@ def draw_linear_layer_matmuls(batch: float = 2.0, d_in: float = 3.0, d_out: floa
         ax.text(x + 0.6, top - 0.8, note, va="center", fontsize=11, color=COLORS["peak"])
     for kind, color in colors.items():
         ax.add_patch(Rectangle((0, 0), 0, 0, facecolor=color, alpha=0.35, edgecolor=color, label=kind))
-    ax.legend(loc="lower right", ncols=3, bbox_to_anchor=(1.0, -0.06))
+    ax.legend(loc="upper left", ncols=3, bbox_to_anchor=(0.0, 0.0))
     ax.set_xlim(-0.2, 2 * d_in + d_out + batch + 5.0)
-    ax.set_ylim(-len(rows) * row_height + 0.6, 1.2)
+    ax.set_ylim(lowest - 0.2, 1.2)
     ax.set_aspect("equal")
     ax.axis("off")
     ax.set_title("One linear layer: 2BDK forward + 4BDK backward = 6BDK", loc="left")

@@ -82,6 +82,9 @@ def test_relative_errors_and_table():
     assert errors[("parameters", torch.float32)] == pytest.approx(0.01)
     assert errors[("gradients", torch.float32)] == 0
     assert errors[("optimizer_state", torch.float32)] == float("inf")
+    # A component that is empty in both (a 0-byte tensor, say) is no error at all.
+    empty = MemoryBudget({torch.float32: 400}, {}, {}, {torch.float32: 0})
+    assert relative_errors(predict_memory(100, 0, "sgd"), empty)[("activations", torch.float32)] == 0
     table = compare_table(predicted, measured)
     assert "1.00%" in table and table.splitlines()[-1].startswith("total")
 

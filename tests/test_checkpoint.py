@@ -11,7 +11,14 @@ import pytest
 import torch
 
 from lecture_utils import checkpoint as ckpt
-from lecture_utils.checkpoint import atomic_save, load_checkpoint, rng_state, save_checkpoint, seed_everything, set_rng_state
+from lecture_utils.checkpoint import (
+    atomic_save,
+    load_checkpoint,
+    rng_state,
+    save_checkpoint,
+    seed_everything,
+    set_rng_state,
+)
 from lecture_utils.data import random_transition_matrix, sample_markov_chain
 from lecture_utils.optim import OPTIMIZERS
 from lecture_utils.training import TrainConfig, init_weights_, train
@@ -48,6 +55,10 @@ def test_seed_everything_reproduces_every_global_stream():
     assert (random.random(), np.random.rand(), torch.rand(1)) == first
     with pytest.raises(ValueError, match="seed"):
         seed_everything(-1)
+    with pytest.raises(ValueError, match=r"below 2\*\*32"):
+        seed_everything(2**32)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        seed_everything(1.0)
 
 
 def test_rng_state_restores_every_stream():
@@ -155,10 +166,14 @@ def test_load_rejects_a_file_that_is_not_a_checkpoint(tmp_path):
         load_checkpoint(tmp_path / "other.pt", model=model, optimizer=optimizer, data_generator=generator)
 
 
-def test_save_checkpoint_rejects_a_negative_step(tmp_path):
+def test_save_checkpoint_rejects_bad_arguments(tmp_path):
     model, optimizer, generator = fresh("sgd", 0, 0)
     with pytest.raises(ValueError, match="step"):
         save_checkpoint(tmp_path / "c.pt", model=model, optimizer=optimizer, step=-1, data_generator=generator)
+    with pytest.raises(TypeError, match="optimizer must be a torch.optim.Optimizer"):
+        save_checkpoint(tmp_path / "c.pt", model=model, optimizer=optimizer.state_dict(), step=1, data_generator=generator)
+    with pytest.raises(TypeError, match="model must be an nn.Module"):
+        load_checkpoint(tmp_path / "c.pt", model=model.state_dict(), optimizer=None, data_generator=None)
     assert checkpoint_files(tmp_path) == []
 
 

@@ -192,5 +192,7 @@ def test_markov_helpers_reject_bad_input():
         sample_markov_chain(torch.ones(3, 3), 10, generator=torch.Generator())
     with pytest.raises(ValueError, match="square"):
         entropy_rate(torch.ones(2, 3) / 3)
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        entropy_rate([[1.0]])
     with pytest.raises(ValueError, match="num_tokens"):
         sample_markov_chain(torch.eye(2), 0, generator=torch.Generator())

@@ -122,6 +122,8 @@ def test_bad_input_is_rejected():
         ulp(torch.tensor([1, 2]), torch.float16)
     with pytest.raises(ValueError, match="no bit layout"):
         relative_spacing(torch.tensor([1.0]), torch.float64)
+    with pytest.raises(TypeError, match="floating-point tensor"):
+        relative_spacing([1.0], torch.float16)
 
 
 def test_pcie_gen5_x16_is_64_gb_per_s():

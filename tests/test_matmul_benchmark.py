@@ -13,6 +13,7 @@ from lecture_utils.matmul_benchmark import (
     benchmark_matmul,
     cases_for,
     copy_bandwidth,
+    describe_reference,
     float32_matmul_precision,
     format_results,
     load_reference,
@@ -33,12 +34,13 @@ H100_BF16 = MatmulResult(
 def test_fp32_matmul_on_cpu_is_measured_against_a_labelled_estimate():
     result = benchmark_matmul(64, torch.float32, "cpu", warmup=1, trials=3)
     assert result.flops == 2 * 64**3 and result.precision == "fp32" and result.dtype == "float32"
-    assert result.seconds > 0 and result.flops_per_s == result.flops / result.seconds
+    assert result.seconds > 0
     if result.peak_flops_per_s is None:  # only when this CPU beats its own estimate
         assert "beats the estimate" in result.peak_source and result.mfu is None
     else:
         assert result.peak_estimate and result.peak_source.startswith("estimate:")
         assert 0 < result.mfu <= 1
+        assert "est." in format_results([result]) and f"~{result.mfu:.3f}" in format_results([result])
 
 
 def test_bf16_on_cpu_has_no_peak_rather_than_a_fake_one():
@@ -61,7 +63,7 @@ def test_a_result_above_a_datasheet_peak_is_an_error():
 
 def test_float32_precision_is_restored_even_after_an_error():
     previous = torch.get_float32_matmul_precision()
-    with pytest.raises(ValueError, match="TF32 .* CUDA tensor-core mode"):
+    with pytest.raises(ValueError, match="TF32 .* CUDA tensor-core mode only"):
         benchmark_matmul(16, torch.float32, "cpu", float32_precision="high")
     assert torch.get_float32_matmul_precision() == previous
     with float32_matmul_precision("high"):
@@ -119,10 +121,21 @@ def test_record_round_trips_and_tampering_is_caught(tmp_path):
 
 def test_format_results_shows_every_row_and_peak_source():
     table = format_results([H100_BF16, replace(H100_BF16, peak_flops_per_s=None, peak_source="no peak known")])
-    assert "795.0 TFLOP/s" in table and "989.5 TFLOP/s*" in table and "0.803" in table
+    assert "795.0 TFLOP/s" in table and "989.5 TFLOP/s*" in table and " 0.803" in table
+    assert "est." not in table and "~" not in table  # a datasheet peak is not an estimate
     assert "* H100 SXM dense bf16" in table and "** no peak known" in table
     with pytest.raises(ValueError, match="no results"):
         format_results([])
+
+
+def test_a_recorded_run_is_described_with_its_machine_and_settings(tmp_path):
+    path = tmp_path / "ref.json"
+    record = reference_record([H100_BF16], "cpu", warmup=10, trials=50, min_trial_s=0.05)
+    path.write_text(json.dumps({**record, "device": "NVIDIA H100 80GB HBM3", "cuda": "12.8"}))
+    lines = describe_reference(path).splitlines()
+    assert "another machine" in lines[0] and "NVIDIA H100 80GB HBM3" in lines[0] and "CUDA 12.8" in lines[0]
+    assert lines[1] == "10 warm-up calls, then the median of 50 trials of at least 0.05 s each"
+    assert "\n".join(lines[2:]) == format_results([H100_BF16])
 
 
 def test_command_line_writes_a_loadable_record(tmp_path, capsys):
@@ -133,12 +146,15 @@ def test_command_line_writes_a_loadable_record(tmp_path, capsys):
     assert meta["device"] == "cpu" and meta["torch"] == torch.__version__
     assert sorted({r.n for r in results}) == [16, 32] and {r.precision for r in results} == {"fp32", "bf16"}
     assert "wrote" in capsys.readouterr().out
+    assert describe_reference(out).splitlines()[0].endswith(meta["date"])
 
 
 def test_copy_bandwidth_is_positive_and_checks_its_size():
     assert copy_bandwidth("cpu", 1 << 16, trials=3) > 0
-    with pytest.raises(ValueError, match="numel must be a positive int"):
+    with pytest.raises(ValueError, match="numel must be positive"):
         copy_bandwidth("cpu", 0)
+    with pytest.raises(TypeError, match="numel must be an int"):
+        copy_bandwidth("cpu", 1e6)
 
 
 def test_plots_draw_measurements_and_peaks():

@@ -43,8 +43,8 @@ def test_scaled_init_is_reproducible_from_a_generator():
     [
         (dict(d_in=0, d_out=3), ValueError, "d_in must be positive"),
         (dict(d_in=4, d_out=2.0), TypeError, "d_out must be an int"),
-        (dict(d_in=4, d_out=2, truncate=-3.0), ValueError, "truncate must be a positive"),
-        (dict(d_in=4, d_out=2, truncate="3"), ValueError, "truncate must be a positive"),
+        (dict(d_in=4, d_out=2, truncate=-3.0), ValueError, "truncate must be positive"),
+        (dict(d_in=4, d_out=2, truncate="3"), TypeError, "truncate must be a number"),
     ],
 )
 def test_scaled_init_rejects_bad_input(kwargs, error, match):

@@ -1,7 +1,12 @@
+"""lecture_utils.napkin and the training-days figure against hand-computed values."""
+
+import matplotlib.pyplot as plt
 import pytest
 
+from lecture_utils.figures import draw_training_days
 from lecture_utils.napkin import (
     SECONDS_PER_DAY,
+    check_mfu,
     cluster_flops_per_day,
     largest_model_params,
     training_days,
@@ -36,10 +41,17 @@ def test_largest_model_with_adamw():
     assert largest_model_params(8 * 80e9, 12) == pytest.approx(53.3e9, rel=1e-3)
 
 
-@pytest.mark.parametrize("mfu", [0, -0.1, 1.01, 5])
+@pytest.mark.parametrize("mfu", [0, -0.1, 1.01, 5, float("nan")])
 def test_mfu_must_be_a_fraction(mfu):
     with pytest.raises(ValueError, match="mfu"):
         training_days(1e24, 8, 1e15, mfu)
+    with pytest.raises(ValueError, match="mfu"):
+        check_mfu(mfu)
+
+
+def test_full_utilization_is_allowed():
+    check_mfu(1.0)
+    assert training_days(86_400e15, 1, 1e15, 1.0) == pytest.approx(1.0)  # one day of one 1 PFLOP/s GPU
 
 
 @pytest.mark.parametrize(
@@ -60,3 +72,34 @@ def test_non_positive_inputs_are_rejected(call):
 def test_non_numbers_are_rejected():
     with pytest.raises(TypeError, match="must be a number"):
         training_flops("70B", 15e12)
+
+
+def test_training_days_figure_plots_the_napkin_answer():
+    fig = draw_training_days(70e9, 15e12, gpu_counts=(512, 1024), mfus=(0.3, 0.5), peak_flops_per_gpu=H100_BF16_DENSE)
+    by_mfu, by_gpus = fig.axes
+    mfu_line = by_mfu.lines[1]  # 1024 GPUs
+    hand = 6 * 70e9 * 15e12 / (1024 * H100_BF16_DENSE * 86_400)  # days at MFU 1
+    assert mfu_line.get_xdata()[-1] == pytest.approx(0.5)
+    assert mfu_line.get_ydata()[-1] == pytest.approx(hand / 0.5)
+    assert mfu_line.get_ydata()[0] == pytest.approx(hand / 0.3)
+    assert by_gpus.lines[0].get_ydata()[0] == pytest.approx(2 * hand / 0.3)  # 512 GPUs at MFU 0.3
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"gpu_counts": ()}, ValueError, "at least one GPU count"),
+        ({"mfus": []}, ValueError, "at least one GPU count and one MFU"),
+        ({"gpu_counts": (0, 8)}, ValueError, "GPU count must be positive"),
+        ({"gpu_counts": (8.5,)}, TypeError, "GPU count must be an int"),
+        ({"mfus": (0.5, 1.5)}, ValueError, "mfu is a fraction of peak"),
+        ({"params": -1}, ValueError, "params must be positive"),
+        ({"peak_flops_per_gpu": 0}, ValueError, "peak_flops_per_gpu must be positive"),
+    ],
+)
+def test_training_days_figure_rejects_bad_input(kwargs, error, match):
+    figures = plt.get_fignums()
+    with pytest.raises(error, match=match):
+        draw_training_days(**kwargs)
+    assert plt.get_fignums() == figures  # rejected before a figure is opened

@@ -10,8 +10,8 @@ from torch import nn
 
 from lecture_utils.optim import (
     OPTIMIZERS,
-    STATE_TENSORS_PER_PARAM,
     SGD,
+    STATE_TENSORS_PER_PARAM,
     AdaGrad,
     Adam,
     AdamW,
@@ -140,6 +140,20 @@ def test_state_bytes_are_counted_from_the_state_tensors():
     assert optimizer_state_bytes(reference) == 2 * param_bytes + 4 * len(params)
 
 
+@pytest.mark.parametrize("name", CASES)
+def test_state_tensor_counts_agree_with_torch_optim(name):
+    # Independent of our classes: torch.optim's own state, less its 0-d step counters, is the table's multiple.
+    _, theirs, _, extra = CASES[name]
+    params = [nn.Parameter(torch.zeros(10, 3)), nn.Parameter(torch.zeros(7))]
+    options = dict(momentum=0.9) if name == "momentum" else {}
+    optimizer = theirs(params, lr=0.1, **options, **extra)
+    for p in params:
+        p.grad = torch.ones_like(p)
+    optimizer.step()
+    counters = sum(v.numel() * v.element_size() for s in optimizer.state.values() for k, v in s.items() if k == "step")
+    assert optimizer_state_bytes(optimizer) - counters == STATE_TENSORS_PER_PARAM[name] * 37 * 4
+
+
 def test_state_bytes_rejects_a_non_optimizer():
     with pytest.raises(TypeError, match="torch.optim.Optimizer"):
         optimizer_state_bytes({"state": {}})
@@ -197,7 +211,7 @@ def test_each_trajectory_equals_a_run_with_that_lr_alone():
     ("args", "kwargs", "match"),
     [
         (("lion", [1.0, 1.0]), dict(steps=3, lrs=[0.1]), "unknown optimizer 'lion'"),
-        (("sgd", [1.0, 1.0]), dict(steps=-1, lrs=[0.1]), "steps must be a non-negative int"),
+        (("sgd", [1.0, 1.0]), dict(steps=-1, lrs=[0.1]), "steps cannot be negative"),
         (("sgd", [1.0, 1.0]), dict(steps=3, lrs=[]), "at least one learning rate"),
         (("sgd", [[1.0, 1.0]]), dict(steps=3, lrs=[0.1]), "flat sequence"),
     ],
@@ -206,3 +220,8 @@ def test_trajectories_reject_bad_input(args, kwargs, match):
     name, start = args
     with pytest.raises(ValueError, match=match):
         trajectories(name, lambda p: (p**2).sum(-1), start, **kwargs)
+
+
+def test_trajectories_reject_a_float_step_count():
+    with pytest.raises(TypeError, match="steps must be an int"):
+        trajectories("sgd", lambda p: (p**2).sum(-1), [1.0, 1.0], steps=3.0, lrs=[0.1])

@@ -162,7 +162,7 @@ def test_master_weights_keep_updates_that_bf16_rounds_away():
         pure_opt.step()
     assert pure.item() == 1.0
     torch.testing.assert_close(master.params[0].item(), 1.005, rtol=0, atol=1e-6)
-    assert model.weight.item() == 1.0078125  # 1.005 rounds to the next bf16 number, 1 + 2^-7
+    assert model.weight.item() == 1 + 2**-7  # 1.005 rounds to the next bf16 number above 1
 
 
 def test_master_weights_rejects_bad_input():
@@ -190,12 +190,14 @@ def test_regression_data_is_seeded_and_shaped():
 
 
 def test_regression_data_rejects_bad_input():
-    with pytest.raises(ValueError, match="samples must be a positive int"):
+    with pytest.raises(ValueError, match="samples must be positive"):
         regression_data(samples=0)
-    with pytest.raises(ValueError, match="dim must be a positive int"):
+    with pytest.raises(TypeError, match="dim must be an int"):
         regression_data(dim=2.5)
     with pytest.raises(ValueError, match="noise must be >= 0"):
         regression_data(noise=-1.0)
+    with pytest.raises(TypeError, match="noise must be a number"):
+        regression_data(noise="0.1")
 
 
 def test_fp32_training_matches_closed_form_gradient_descent():
@@ -224,14 +226,23 @@ def test_pure_bf16_stalls_where_master_weights_keep_learning():
     plt.close(fig)
 
 
+def test_master_weight_run_scores_the_bf16_model_it_ships():
+    x, y = regression_data(samples=64, dim=8)
+    run = train_regression(x, y, "bf16 + fp32 master", steps=30)
+    assert torch.equal(run.weight, run.weight.bfloat16().float())  # the model's bf16 weights, not the master
+    assert run.losses[-1] == torch.nn.functional.mse_loss(x @ run.weight.T, y).item()
+
+
 def test_train_regression_rejects_bad_input():
     x, y = regression_data(samples=8, dim=2)
     with pytest.raises(ValueError, match="unknown recipe 'fp8'"):
         train_regression(x, y, "fp8")
     with pytest.raises(ValueError, match="shape"):
         train_regression(x, y[:4], "fp32")
-    with pytest.raises(ValueError, match="steps must be a positive int"):
+    with pytest.raises(ValueError, match="steps must be positive"):
         train_regression(x, y, "fp32", steps=0)
+    with pytest.raises(TypeError, match="steps must be an int"):
+        train_regression(x, y, "fp32", steps=10.0)
     with pytest.raises(ValueError, match="lr must be positive"):
         train_regression(x, y, "fp32", lr=-0.1)
 
@@ -291,8 +302,21 @@ def test_scaled_fp8_matmul_equals_the_dequantized_product():
     torch.testing.assert_close(out, reference, rtol=1e-5, atol=1e-4)
 
 
+def test_scaled_fp8_matmul_accepts_a_transposed_operand():
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(64, 32, generator=g).t(), torch.randn(64, 16, generator=g)  # a is column-major
+    reference = dequantize_fp8(*quantize_fp8(a)) @ dequantize_fp8(*quantize_fp8(b))
+    try:
+        out = scaled_fp8_matmul(a, b, out_dtype=torch.float32)
+    except (RuntimeError, NotImplementedError) as err:
+        pytest.skip(f"torch._scaled_mm is not available on this CPU build: {err}")
+    torch.testing.assert_close(out, reference, rtol=1e-5, atol=1e-4)
+
+
 def test_scaled_fp8_matmul_rejects_bad_shapes():
     with pytest.raises(ValueError, match="multiple of 16"):
         scaled_fp8_matmul(torch.ones(16, 24), torch.ones(24, 16))
     with pytest.raises(ValueError, match=r"expected \(m, k\) @ \(k, n\)"):
         scaled_fp8_matmul(torch.ones(16, 32), torch.ones(16, 16))
+    with pytest.raises(TypeError, match="expected two tensors"):
+        scaled_fp8_matmul([[1.0] * 16] * 16, torch.ones(16, 16))

@@ -65,6 +65,12 @@ def test_shares_storage():
     assert not shares_storage(x, x.T.contiguous())
 
 
+def test_empty_and_meta_tensors_share_nothing():
+    # Their storages all report data pointer 0, which must not read as "the same storage".
+    assert not shares_storage(torch.empty(0), torch.empty(0))
+    assert not shares_storage(torch.empty(3, device="meta"), torch.empty(3, device="meta"))
+
+
 def test_bad_input_is_rejected():
     with pytest.raises(ValueError, match="positive"):
         contiguous_strides((2, 0))
@@ -72,13 +78,15 @@ def test_bad_input_is_rejected():
         contiguous_strides((-1, 3))
     with pytest.raises(TypeError, match="sequence of ints"):
         contiguous_strides("23")
-    with pytest.raises(TypeError, match="hold ints"):
+    with pytest.raises(TypeError, match=r"shape\[0\] must be an int"):
         contiguous_strides((2.0, 3))
     with pytest.raises(ValueError, match="dims"):
         storage_index((1, 2), (4,))
-    with pytest.raises(ValueError, match=">= 0"):
+    with pytest.raises(ValueError, match=r"index\[0\] cannot be negative"):
         storage_index((-1, 0), (4, 1))
-    with pytest.raises(ValueError, match=">= 0"):
+    with pytest.raises(ValueError, match=r"stride\[1\] cannot be negative"):
+        storage_index((0, 0), (4, -1))
+    with pytest.raises(ValueError, match="offset cannot be negative"):
         storage_index((0,), (1,), offset=-2)
     with pytest.raises(ValueError, match="out of range"):
         element_via_storage(torch.zeros(2, 3), (0, 3))
@@ -88,6 +96,10 @@ def test_bad_input_is_rejected():
         storage_elements([1.0, 2.0])
     with pytest.raises(TypeError, match="torch.Tensor"):
         shares_storage(torch.zeros(1), 0)
+    with pytest.raises(ValueError, match="rows must be positive"):
+        draw_strides(0, 4)
+    with pytest.raises(TypeError, match="cols must be an int"):
+        draw_strides(3, 4.0)
 
 
 def test_stride_figure_places_each_storage_element_by_the_formula():
@@ -99,4 +111,10 @@ def test_stride_figure_places_each_storage_element_by_the_formula():
     cells = [int(t.get_text()) for t in texts if t.get_text().isdigit() and t.get_fontweight() == "bold"]
     storage = torch.arange(12)
     assert cells == storage.tolist() + storage.view(3, 4).flatten().tolist() + storage.view(3, 4).T.flatten().tolist()
+    plt.close(fig)
+
+
+def test_stride_figure_draws_a_single_element():
+    fig = draw_strides(1, 1)
+    assert "stride (1, 1)" in " ".join(t.get_text() for t in fig.axes[0].texts)
     plt.close(fig)

@@ -95,3 +95,5 @@ def test_a_timing_needs_trials():
         Timing(())
     with pytest.raises(ValueError, match=">= 0 seconds"):
         Timing((1.0, -1.0))
+    with pytest.raises(ValueError, match="calls_per_trial must be positive"):
+        Timing((1.0,), calls_per_trial=0)

@@ -57,7 +57,6 @@ def test_lr_at_decay_matches_torch_cosine_annealing():
     ("kwargs", "message"),
     [
         (dict(step=-1), "step"),
-        (dict(step=1.5), "step"),
         (dict(min_lr=2.0), "min_lr"),
         (dict(warmup_steps=20), "warmup_steps"),
         (dict(total_steps=0, warmup_steps=0), "total_steps"),
@@ -69,6 +68,11 @@ def test_lr_at_rejects_bad_arguments(kwargs, message):
         lr_at(**args)
 
 
+def test_lr_at_rejects_a_fractional_step():
+    with pytest.raises(TypeError, match="step must be an int"):
+        lr_at(1.5, max_lr=1.0, min_lr=0.1, warmup_steps=5, total_steps=10)
+
+
 def test_train_config_rejects_bad_values():
     with pytest.raises(ValueError, match="batch_size"):
         TrainConfig(max_lr=1e-3, total_steps=10, batch_size=0)
@@ -76,6 +80,10 @@ def test_train_config_rejects_bad_values():
         TrainConfig(max_lr=0.0, total_steps=10)
     with pytest.raises(ValueError, match="warmup_steps"):
         TrainConfig(max_lr=1e-3, total_steps=10, warmup_steps=11)
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        TrainConfig(max_lr=1e-3, total_steps=10, max_grad_norm=-1.0)
+    with pytest.raises(TypeError, match="eval_every must be an int"):
+        TrainConfig(max_lr=1e-3, total_steps=10, eval_every=2.5)
     assert TrainConfig(max_lr=1.0, total_steps=10, warmup_steps=0, min_lr_ratio=0.5).lr(10) == 0.5
 
 
@@ -98,8 +106,10 @@ def test_init_weights_depends_on_its_generator_only():
 
 def test_init_weights_draws_small_truncated_normals():
     layer = init_weights_(nn.Linear(256, 256), torch.Generator().manual_seed(0), std=0.02)
-    # N(0, 1) cut at +-3 has std 0.9866 (truncated-normal variance formula).
-    assert layer.weight.std().item() == pytest.approx(0.02 * 0.9866, rel=0.02)
+    # N(0, 1) cut at +-c has variance 1 - 2 c phi(c) / (2 Phi(c) - 1): 0.9866^2 for c = 3.
+    phi = math.exp(-4.5) / math.sqrt(2 * math.pi)
+    cut_std = math.sqrt(1 - 6 * phi / math.erf(3 / math.sqrt(2)))
+    assert layer.weight.std().item() == pytest.approx(0.02 * cut_std, rel=0.02)
     assert layer.weight.abs().max().item() <= 0.06
     assert torch.equal(layer.bias, torch.zeros(256))
     with pytest.raises(TypeError, match="torch.Generator"):

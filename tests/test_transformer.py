@@ -202,6 +202,10 @@ def test_model_rejects_bad_input():
         model(torch.zeros(1, 4))  # float tokens
     with pytest.raises(TypeError, match="TransformerConfig"):
         TinyLM(vars(SMALL))
+    with pytest.raises(TypeError, match="TransformerConfig"):
+        matmul_params(vars(SMALL))
+    with pytest.raises(TypeError, match="nn.Module"):
+        parameter_groups(SMALL)
 
 
 def test_parameter_groups_match_closed_forms():
@@ -289,3 +293,5 @@ def test_linear_layer_figure_draws_nine_matrices():
     assert sum("2 B D K FLOPs" in t for t in texts) == 3
     assert sum(p.get_width() > 0 for p in ax.patches) == 9
     plt.close(fig)
+    with pytest.raises(ValueError, match="d_in must be positive"):
+        draw_linear_layer_matmuls(d_in=0.0)
