@@ -29,6 +29,13 @@ def scaled_init(
     return w / math.sqrt(d_in)
 
 
+def truncated_normal_std(cut: float) -> float:
+    """Std of N(0, 1) kept to |z| <= cut: sqrt(1 - 2 c phi(c) / (2 Phi(c) - 1)), 0.9866 for c = 3."""
+    check_positive(cut=cut)
+    phi = math.exp(-cut * cut / 2) / math.sqrt(2 * math.pi)
+    return math.sqrt(1 - 2 * cut * phi / math.erf(cut / math.sqrt(2)))
+
+
 class Linear(nn.Module):
     """y = x @ w with w of shape (d_in, d_out), no bias; w from scaled_init so y keeps x's scale."""
 

@@ -8,14 +8,24 @@ import pytest
 import torch
 
 from lecture_utils.memory import saved_tensor_bytes
-from lecture_utils.models import Cruncher, Linear, cruncher_activation_numel, cruncher_num_parameters, scaled_init
+from lecture_utils.models import (
+    Cruncher,
+    Linear,
+    cruncher_activation_numel,
+    cruncher_num_parameters,
+    scaled_init,
+    truncated_normal_std,
+)
 
 
-def truncated_normal_std(cut: float) -> float:
-    """Std of N(0, 1) conditioned on |z| <= cut, from the closed form 1 - 2 c phi(c) / (2 Phi(c) - 1)."""
-    phi = math.exp(-cut * cut / 2) / math.sqrt(2 * math.pi)
-    mass = math.erf(cut / math.sqrt(2))
-    return math.sqrt(1 - 2 * cut * phi / mass)
+def test_truncated_normal_std_matches_numerical_integration():
+    for cut in (0.5, 2.0, 3.0):
+        z = torch.linspace(-cut, cut, 200_001, dtype=torch.float64)
+        density = torch.exp(-z * z / 2)
+        variance = torch.trapezoid(z * z * density, z) / torch.trapezoid(density, z)
+        assert truncated_normal_std(cut) == pytest.approx(variance.sqrt().item(), rel=1e-9)
+    with pytest.raises(ValueError, match="cut must be positive"):
+        truncated_normal_std(0.0)
 
 
 def test_scaled_init_has_std_one_over_sqrt_fan_in():

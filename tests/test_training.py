@@ -11,6 +11,7 @@ from torch import nn
 
 from lecture_utils.data import random_transition_matrix, sample_markov_chain
 from lecture_utils.training import TrainConfig, evaluate, init_weights_, lm_loss, lr_at, train, train_step
+from lecture_utils.models import truncated_normal_std
 from lecture_utils.transformer import TinyLM, TransformerConfig
 
 VOCAB, CONTEXT = 16, 8
@@ -106,10 +107,7 @@ def test_init_weights_depends_on_its_generator_only():
 
 def test_init_weights_draws_small_truncated_normals():
     layer = init_weights_(nn.Linear(256, 256), torch.Generator().manual_seed(0), std=0.02)
-    # N(0, 1) cut at +-c has variance 1 - 2 c phi(c) / (2 Phi(c) - 1): 0.9866^2 for c = 3.
-    phi = math.exp(-4.5) / math.sqrt(2 * math.pi)
-    cut_std = math.sqrt(1 - 6 * phi / math.erf(3 / math.sqrt(2)))
-    assert layer.weight.std().item() == pytest.approx(0.02 * cut_std, rel=0.02)
+    assert layer.weight.std().item() == pytest.approx(0.02 * truncated_normal_std(3.0), rel=0.02)
     assert layer.weight.abs().max().item() <= 0.06
     assert torch.equal(layer.bias, torch.zeros(256))
     with pytest.raises(TypeError, match="torch.Generator"):
