@@ -7,11 +7,12 @@ BIN := $(VENV)/bin
 # The committed outputs were recorded with this torch; `make test TORCH=torch` takes the
 # newest release instead (on Linux that is a CUDA build of several GB).
 TORCH ?= torch==2.13.0
+# The port `make lab` serves on: `make lab PORT=8899` when 8888 is taken.
 PORT ?= 8888
-# Jupyter refuses to run as root unless told; containers often run as root.
-ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+# Where `make gpu` writes its matmul record (copy it to notebooks/data/ to commit it).
+RECORD ?= $(or $(TMPDIR),/tmp)/matmul_record.json
 
-.PHONY: setup lab test outputs figures timing clean
+.PHONY: setup lab test restore gpu browser load-test outputs figures timing clean
 
 setup: $(VENV)/.installed
 
@@ -22,11 +23,35 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test,lab]"
 	touch $@
 
+# Every setting (server root, autosave off, quiet log) is in lab/jupyter_lab_config.py, which the
+# tests start their server from too. Opens a browser where there is one; the last line is the URL.
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) --no-browser $(ALLOW_ROOT)
+	$(BIN)/jupyter lab --config=lab/jupyter_lab_config.py --ServerApp.port=$(PORT)
 
+# The committed outputs are CPU outputs, so the comparison runs on the CPU even where CUDA is.
 test: setup
-	$(BIN)/python -m pytest
+	CUDA_VISIBLE_DEVICES= $(BIN)/python -m pytest
+
+# Put the notebooks back as committed (discards edits saved from the lab).
+restore:
+	git checkout -- notebooks
+
+# On a CUDA machine: every notebook on the GPU with all its asserts (no output comparison), then
+# the matmul benchmark for this card.
+gpu: setup
+	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'make gpu needs a CUDA GPU and a CUDA build of torch')"
+	$(BIN)/python tools/execute_notebooks.py --limit 30
+	$(BIN)/python -m lecture_utils.matmul_benchmark --out $(RECORD)
+	@echo "matmul record: $(RECORD) (copy it to notebooks/data/matmul_reference_h100.json on an H100 SXM, then make outputs)"
+
+# Headless Chromium and its driver for tests/test_browser.py (Debian/Ubuntu; needs root).
+browser:
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+
+# The notebooks with timing asserts, under nbval five times while busy processes load every core.
+load-test: setup
+	CUDA_VISIBLE_DEVICES= $(BIN)/python tools/nbval_under_load.py --runs 5
 
 # Re-execute every notebook in a fresh kernel on the CPU and rewrite its outputs.
 outputs: setup
@@ -38,7 +63,7 @@ figures: setup
 
 # Execute every notebook (writing nothing) and report the time of each notebook and slow cell.
 timing: setup
-	$(BIN)/python tools/execute_notebooks.py
+	CUDA_VISIBLE_DEVICES= $(BIN)/python tools/execute_notebooks.py
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -49,27 +49,30 @@ def draw_training_days(
         check_mfu(m)
     check_positive(peak_flops_per_gpu=peak_flops_per_gpu)
     flops = training_flops(params, tokens)  # checks params and tokens
-    fig, (by_mfu, by_gpus) = plt.subplots(1, 2, figsize=(10, 4))
+    # Stacked, not side by side: each panel keeps the full width of a notebook on a projector.
+    fig, (by_mfu, by_gpus) = plt.subplots(2, 1, figsize=(7, 8))
     mfu_grid = np.linspace(min(mfus), max(mfus), 61)
     for count in gpu_counts:
         days = [training_days(flops, count, peak_flops_per_gpu, m) for m in mfu_grid]
         line, = by_mfu.plot(mfu_grid, days)
         by_mfu.annotate(f"{count} GPUs", (mfu_grid[-1], days[-1]), textcoords="offset points",
-                        xytext=(4, 0), va="center", color=line.get_color(), fontsize=9)
-    by_mfu.set(xlabel="MFU", ylabel="days", yscale="log", title="Days against MFU",
-               xlim=(min(mfus), max(mfus) + 0.06))
+                        xytext=(4, 0), va="center", color=line.get_color())
+    by_mfu.set(xlabel="MFU (fraction of peak FLOP/s)", ylabel="training time (days)", yscale="log",
+               title="Days against MFU", xlim=(min(mfus), max(mfus) + 0.09))
     gpu_grid = np.geomspace(min(gpu_counts), max(gpu_counts), 61)
     for m in mfus:
         days = [training_days(flops, g, peak_flops_per_gpu, m) for g in gpu_grid]
         by_gpus.plot(gpu_grid, days, label=f"MFU {m:.1f}")
-    by_gpus.set(xlabel="GPUs", ylabel="days", xscale="log", yscale="log", title="Days against GPU count")
+    by_gpus.set(xlabel="number of GPUs", ylabel="training time (days)", xscale="log", yscale="log",
+                title="Days against GPU count")
     by_gpus.set_xticks(list(gpu_counts), [str(c) for c in gpu_counts])
     by_gpus.legend()
     baseline = training_days(flops, 1024, peak_flops_per_gpu, 0.5)
     for ax, x in ((by_mfu, 0.5), (by_gpus, 1024)):
         ax.plot([x], [baseline], "o", color=COLORS["peak"])
-        ax.annotate(f"{baseline:.0f} days", (x, baseline), textcoords="offset points", xytext=(6, 6),
-                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+        # Below and left of the point the plot is empty in both panels, so the label hides no line.
+        ax.annotate(f"{baseline:.0f} days", (x, baseline), textcoords="offset points", xytext=(-8, -8),
+                    ha="right", va="top")
         ax.yaxis.set_major_locator(ticker.LogLocator(base=2))
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:g}"))
         ax.yaxis.set_minor_formatter(ticker.NullFormatter())

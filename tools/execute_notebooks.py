@@ -23,6 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # A traceback frame in a file (IPython colours it "File <path>:<line>"); a notebook cell's frame
 # reads "Cell In[n]" instead.
 LIBRARY_FRAME = re.compile(r"^(\x1b\[[0-9;]*m)*File ")
+# What JupyterLab writes into a notebook it opens with the default Python kernel; committing it
+# means opening a notebook does not mark it modified.
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
 def cell_seconds(cell: nbformat.NotebookNode) -> float:
@@ -66,6 +69,7 @@ def execute(path: Path, write: bool, slow: float, timeout: int) -> tuple[float, 
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
     slow_cells = [(c.execution_count, cell_seconds(c)) for c in code_cells if cell_seconds(c) >= slow]
     if write:
+        nb.metadata["kernelspec"] = KERNELSPEC
         for cell in code_cells:  # timings change every run; keep them out of the committed file
             cell.metadata.pop("execution", None)
             tidy_outputs(cell)

@@ -1,0 +1,95 @@
+"""AdamW exactly as the CS336 assignment 1 handout writes it (its Algorithm 1), as a torch.optim.Optimizer.
+
+For every parameter theta with gradient g, at step t = 1, 2, ...:
+
+    m <- b1 m + (1 - b1) g
+    v <- b2 v + (1 - b2) g^2
+    alpha_t = lr sqrt(1 - b2^t) / (1 - b1^t)
+    theta <- theta - alpha_t m / (sqrt(v) + eps)
+    theta <- theta - lr wd theta
+
+How this differs from torch.optim.AdamW (tests/test_adamw.py measures both):
+  * eps: torch adds eps after bias correction, sqrt(v / (1 - b2^t)) + eps; the handout adds it
+    before, so its eps equals torch's eps * sqrt(1 - b2^t) (smaller in early steps).
+  * order: torch decays theta before the Adam step, the handout after it; the results differ
+    by lr * wd * (the Adam step), a second-order amount.
+With eps = 0 and wd = 0 the two are the same math, and this file does the same float operations
+as torch's, so they agree bit for bit.
+
+Copyable: imports only torch (and collections.abc / typing); no other lecture_utils module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+ParamsT = Iterable[torch.Tensor] | Iterable[dict[str, Any]]
+
+
+class AdamW(torch.optim.Optimizer):
+    """Adam with decoupled weight decay; state per parameter: step t (int), m and v (tensors like theta)."""
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+    ) -> None:
+        _check_hyperparameters(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters, checking any hyperparameter it sets for itself."""
+        super().add_param_group(param_group)
+        group = self.param_groups[-1]
+        _check_hyperparameters(**{name: group[name] for name in ("lr", "betas", "eps", "weight_decay")})
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], torch.Tensor] | None = None) -> torch.Tensor | None:
+        """One AdamW update of every parameter that has a gradient; `closure` re-computes the loss if given."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, weight_decay = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    raise ValueError("AdamW supports dense gradients only, got a sparse one")
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["m"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    state["v"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["step"] += 1
+                t, m, v, grad = state["step"], state["m"], state["v"], p.grad
+                m.lerp_(grad, 1 - beta1)  # m + (1 - b1)(g - m) = b1 m + (1 - b1) g
+                v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                # alpha_t m / (sqrt(v) + eps) with alpha_t = lr sqrt(1 - b2^t) / (1 - b1^t), written as
+                # (lr / (1 - b1^t)) m / ((sqrt(v) + eps) / sqrt(1 - b2^t)): the same number, in the
+                # order torch.optim.AdamW computes it (with ** 0.5 as there), so eps = 0 matches bit for bit.
+                denom = v.sqrt().add_(eps).div_((1 - beta2**t) ** 0.5)
+                p.addcdiv_(m, denom, value=-lr / (1 - beta1**t))
+                if weight_decay != 0:
+                    p.mul_(1 - lr * weight_decay)  # theta - lr wd theta, after the Adam step as in the handout
+        return loss
+
+
+def _check_hyperparameters(lr: object, betas: object, eps: object, weight_decay: object) -> None:
+    """Reject hyperparameters that are not numbers in range: lr, eps, weight_decay >= 0; 0 <= b1, b2 < 1."""
+    if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
+        raise TypeError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+    values = {"lr": lr, "betas[0]": betas[0], "betas[1]": betas[1], "eps": eps, "weight_decay": weight_decay}
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name} must be a float, got {type(value).__name__}")
+        high = 1.0 if name.startswith("betas") else float("inf")
+        if not 0 <= value < high:
+            raise ValueError(f"{name} must be in [0, {high}), got {value}")

@@ -1,0 +1,94 @@
+"""save_checkpoint and load_checkpoint as CS336 assignment 1 defines them: model, optimizer and iteration.
+
+`out` and `src` are a path or a binary file-like object. A path is written atomically (temporary
+file in the same directory, flush, fsync, os.replace), so a crash mid-save leaves the previous
+checkpoint whole. Loading uses torch.load(weights_only=True), which unpickles only tensors and
+plain containers, so a checkpoint from elsewhere cannot run code.
+
+Copyable: imports only os, tempfile, typing and torch; no other lecture_utils module.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import IO, BinaryIO
+
+import torch
+
+_KEYS = ("model", "optimizer", "iteration")
+
+
+def _check_training_objects(model: object, optimizer: object) -> None:
+    """Reject a model that is not an nn.Module or an optimizer that is not a torch.optim.Optimizer."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+
+
+def _atomic_save(obj: object, path: str | os.PathLike) -> None:
+    """torch.save to a temporary file beside `path`, flush and fsync it, then os.replace it onto `path`."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"directory {directory!r} for the checkpoint does not exist")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())  # the bytes are on disk before the rename makes them visible
+        os.replace(tmp, path)  # atomic on one filesystem: readers see the old file or the new one
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    if os.name == "posix":  # make the rename itself durable (Windows cannot open a directory)
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def save_checkpoint(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    iteration: int,
+    out: str | os.PathLike | BinaryIO | IO[bytes],
+) -> None:
+    """Write the model's and the optimizer's state_dict and the iteration number to `out`."""
+    _check_training_objects(model, optimizer)
+    if isinstance(iteration, bool) or not isinstance(iteration, int):
+        raise TypeError(f"iteration must be an int, got {type(iteration).__name__}")
+    if iteration < 0:
+        raise ValueError(f"iteration cannot be negative, got {iteration}")
+    checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": iteration}
+    if isinstance(out, (str, os.PathLike)):
+        _atomic_save(checkpoint, out)
+    elif hasattr(out, "write"):
+        torch.save(checkpoint, out)
+    else:
+        raise TypeError(f"out must be a path or a binary file-like object, got {type(out).__name__}")
+
+
+def load_checkpoint(
+    src: str | os.PathLike | BinaryIO | IO[bytes],
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+) -> int:
+    """Restore model and optimizer from a save_checkpoint checkpoint in place; return its iteration.
+
+    Tensors are loaded onto the CPU first; load_state_dict then copies them to wherever the
+    model's parameters live, so a checkpoint written on a GPU loads on a CPU-only machine.
+    """
+    _check_training_objects(model, optimizer)
+    if not isinstance(src, (str, os.PathLike)) and not hasattr(src, "read"):
+        raise TypeError(f"src must be a path or a binary file-like object, got {type(src).__name__}")
+    checkpoint = torch.load(src, map_location="cpu", weights_only=True)
+    if not isinstance(checkpoint, dict) or not set(_KEYS) <= set(checkpoint):
+        found = sorted(checkpoint) if isinstance(checkpoint, dict) else type(checkpoint).__name__
+        raise ValueError(f"not a save_checkpoint checkpoint: expected keys {list(_KEYS)}, found {found}")
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    return checkpoint["iteration"]

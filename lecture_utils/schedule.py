@@ -1,0 +1,88 @@
+"""The learning-rate schedule and the gradient clipping of CS336 assignment 1, as its handout defines them.
+
+Copyable: imports only math, torch and jaxtyping (and collections.abc); no other lecture_utils module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+
+def _check_int(name: str, value: object) -> None:
+    """Reject a step count that is not a non-negative int."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} cannot be negative, got {value}")
+
+
+def get_lr_cosine_schedule(
+    it: int,
+    max_learning_rate: float,
+    min_learning_rate: float,
+    warmup_iters: int,
+    cosine_cycle_iters: int,
+) -> float:
+    """Learning rate at iteration `it`: linear warm-up, then a cosine from max to min, then min.
+
+    With T_w = warmup_iters and T_c = cosine_cycle_iters (counted from iteration 0, so T_c
+    includes the warm-up):
+        t < T_w:          (t / T_w) a_max                 0 at t = 0
+        T_w <= t <= T_c:  a_min + (1 + cos(pi (t - T_w) / (T_c - T_w))) (a_max - a_min) / 2
+        t > T_c:          a_min
+    A pure function of `it`, so resuming from a checkpoint needs only the iteration number.
+    """
+    _check_int("it", it)
+    _check_int("warmup_iters", warmup_iters)
+    _check_int("cosine_cycle_iters", cosine_cycle_iters)
+    if warmup_iters > cosine_cycle_iters:
+        raise ValueError(
+            f"warmup_iters ({warmup_iters}) must not exceed cosine_cycle_iters ({cosine_cycle_iters}): "
+            "the cycle is counted from iteration 0 and contains the warm-up"
+        )
+    if not 0 <= min_learning_rate <= max_learning_rate:
+        raise ValueError(
+            f"need 0 <= min_learning_rate <= max_learning_rate, got {min_learning_rate} and {max_learning_rate}"
+        )
+    if it < warmup_iters:
+        return it / warmup_iters * max_learning_rate
+    if it > cosine_cycle_iters:
+        return min_learning_rate
+    if cosine_cycle_iters == warmup_iters:  # a cosine of length 0: only its start, a_max, is on it
+        return max_learning_rate
+    progress = (it - warmup_iters) / (cosine_cycle_iters - warmup_iters)
+    return min_learning_rate + 0.5 * (1 + math.cos(math.pi * progress)) * (max_learning_rate - min_learning_rate)
+
+
+@torch.no_grad()
+def gradient_clipping(parameters: Iterable[torch.nn.Parameter], max_l2_norm: float) -> Float[Tensor, ""]:
+    """Scale every gradient in place by M / (norm + 1e-6) when the norm of all of them together exceeds M.
+
+    The norm is the L2 norm of all gradients concatenated into one vector; parameters without a
+    gradient are skipped. Returns that norm before clipping (as a tensor, to log it). Clipping
+    multiplies by 1 when the norm is small instead of branching on it, so a GPU never waits for
+    the CPU to read the norm. torch.nn.utils.clip_grad_norm_ gives the same gradients bit for bit,
+    except for a norm in (M - 1e-6, M], which it scales by M / (norm + 1e-6) and the handout does not.
+    """
+    if isinstance(max_l2_norm, bool) or not isinstance(max_l2_norm, (int, float)):
+        raise TypeError(f"max_l2_norm must be a number, got {type(max_l2_norm).__name__}")
+    if not max_l2_norm > 0:
+        raise ValueError(f"max_l2_norm must be positive, got {max_l2_norm}")
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    device = grads[0].device
+    # The norm of the per-tensor norms is the norm of the whole vector, without concatenating it.
+    norms = [torch.linalg.vector_norm(g.float()).to(device) for g in grads]
+    total = torch.linalg.vector_norm(torch.stack(norms))
+    scale = torch.where(total > max_l2_norm, max_l2_norm / (total + 1e-6), 1.0)
+    for g in grads:
+        g.mul_(scale.to(g.device))
+    return total

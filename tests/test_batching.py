@@ -1,0 +1,85 @@
+"""get_batch on a np.memmap: shapes, int64, the one-token shift, every start reachable, the device."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+import torch
+
+from lecture_utils.batching import get_batch
+
+
+@pytest.fixture
+def memmap_tokens():
+    """np.arange(1000) as uint16 in a raw token file, opened read-only as a np.memmap."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "tokens.bin")
+        writer = np.memmap(path, dtype=np.uint16, mode="w+", shape=(1000,))
+        writer[:] = np.arange(1000)
+        writer.flush()
+        del writer
+        tokens = np.memmap(path, dtype=np.uint16, mode="r")
+        yield tokens
+        del tokens
+
+
+def test_shapes_dtype_shift_and_windows(memmap_tokens):
+    assert isinstance(memmap_tokens, np.memmap)
+    torch.manual_seed(0)
+    x, y = get_batch(memmap_tokens, batch_size=8, context_length=16, device="cpu")
+    assert x.shape == y.shape == (8, 16)
+    assert x.dtype == y.dtype == torch.int64 and x.device.type == "cpu"
+    # The data is 0, 1, 2, ...: each row is a run of consecutive ids and its target is one ahead.
+    assert torch.equal(x - x[:, :1], torch.arange(16).expand(8, 16))
+    assert torch.equal(y, x + 1)
+    assert torch.equal(y[:, :-1], x[:, 1:])
+
+
+def test_every_start_is_drawn_and_the_last_token_can_be_a_target():
+    data = np.arange(20, dtype=np.int32)
+    torch.manual_seed(0)
+    starts, last = set(), 0
+    for _ in range(50):
+        x, y = get_batch(data, batch_size=8, context_length=17, device="cpu")
+        starts |= set(x[:, 0].tolist())
+        last = max(last, y.max().item())
+    assert starts == {0, 1, 2}  # 20 tokens hold 3 windows of 17 inputs + 1 target
+    assert last == 19
+
+
+def test_reproducible_from_the_global_seed_or_a_generator():
+    data = np.arange(500, dtype=np.uint16)
+    torch.manual_seed(3)
+    first = get_batch(data, 4, 8, "cpu")
+    torch.manual_seed(3)
+    assert all(torch.equal(a, b) for a, b in zip(first, get_batch(data, 4, 8, "cpu")))
+    own = [get_batch(data, 4, 8, "cpu", generator=torch.Generator().manual_seed(7)) for _ in range(2)]
+    assert all(torch.equal(a, b) for a, b in zip(*own))
+
+
+@pytest.mark.parametrize("device", ["cpu", torch.device("cpu"),
+                                    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                                                  reason="needs a CUDA GPU"))])
+def test_batches_land_on_the_device(device):
+    x, y = get_batch(np.arange(100, dtype=np.int64), 2, 5, device)
+    assert x.device.type == y.device.type == torch.device(device).type
+    assert torch.equal(y.cpu(), x.cpu() + 1)
+
+
+@pytest.mark.parametrize(
+    "data, batch_size, context_length, error, match",
+    [
+        (np.arange(10), 2, 10, ValueError, "needs at least 11 tokens"),
+        (np.zeros((4, 10), dtype=np.int64), 2, 3, ValueError, "must be 1-D"),
+        (np.zeros(10, dtype=np.float32), 2, 3, TypeError, "integer token ids"),
+        (list(range(10)), 2, 3, TypeError, "numpy array"),
+        (np.arange(10), 0, 3, ValueError, "batch_size must be positive"),
+        (np.arange(10), 2, 3.0, TypeError, "context_length must be an int"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(data, batch_size, context_length, error, match):
+    with pytest.raises(error, match=match):
+        get_batch(data, batch_size, context_length, "cpu")
