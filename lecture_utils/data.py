@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import bisect
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -145,6 +148,62 @@ def get_batch(
     windows = torch.from_numpy(data[index].astype(np.int64))  # (batch, seq + 1)
     x, y = windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
     if device.type == "cuda":
-        # Page-locked host memory lets the copy run asynchronously with the GPU's other work.
+        # pin_memory() is itself a synchronous host copy into page-locked memory; from there the
+        # GPU's copy engine reads it directly and non_blocking=True lets the CPU go on. The copy
+        # overlaps the step only when issued a step early, on another stream: see Prefetcher.
         return x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
     return x.to(device), y.to(device)
+
+
+class Prefetcher:
+    """Yield `steps` batches from `produce()` while a background thread already makes the next one.
+
+    produce() returns CPU tensors; the thread calls it in order, so the batches are a plain loop's,
+    each made one step early. On CUDA the thread also pins each batch and starts its copy with
+    non_blocking=True on a side stream, so the copy runs while the current step's kernels do.
+    A thread hides waiting (a slow disk, a network) and work that releases the GIL; CPU-heavy
+    Python needs worker processes (DataLoader's num_workers). Use it in a `with` block, which
+    stops the thread; wait_seconds adds up how long the consumer waited for batches.
+    """
+
+    def __init__(self, produce: Callable[[], tuple[torch.Tensor, ...]], steps: int, device: torch.device | str) -> None:
+        if not callable(produce):
+            raise TypeError(f"produce must be callable (returning CPU tensors), got {type(produce).__name__}")
+        check_int("steps", steps, 0)
+        self.device, self.steps, self.wait_seconds = torch.device(device), steps, 0.0
+        self._produce = produce
+        self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        self._pool: ThreadPoolExecutor | None = None
+
+    def _fetch(self) -> tuple[tuple[torch.Tensor, ...], torch.cuda.Event | None]:
+        batch = self._produce()
+        if self._stream is None:
+            return tuple(t.to(self.device) for t in batch), None
+        with torch.cuda.stream(self._stream):
+            moved = tuple(t.pin_memory().to(self.device, non_blocking=True) for t in batch)
+            return moved, self._stream.record_event()
+
+    def __enter__(self) -> Prefetcher:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = None
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, ...]]:
+        if self._pool is None:
+            raise RuntimeError("iterate over a Prefetcher inside its `with` block, which starts and stops the thread")
+        pending: Future | None = self._pool.submit(self._fetch) if self.steps else None
+        for i in range(self.steps):
+            start = time.perf_counter()
+            batch, copied = pending.result()
+            self.wait_seconds += time.perf_counter() - start
+            # Ask for the next batch before handing this one out: it is made during this step.
+            pending = self._pool.submit(self._fetch) if i + 1 < self.steps else None
+            if copied is not None:
+                current = torch.cuda.current_stream(self.device)
+                current.wait_event(copied)  # the step's kernels start after the copy lands
+                for t in batch:
+                    t.record_stream(current)  # so the allocator keeps it until the step is done with it
+            yield batch

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +39,28 @@ def init_weights_(model: nn.Module, generator: torch.Generator, *, std: float = 
             if isinstance(module, nn.Linear) and module.bias is not None:
                 module.bias.zero_()
     return model
+
+
+@contextmanager
+def deterministic_algorithms(device: torch.device | str) -> Iterator[None]:
+    """Run the block with deterministic kernels only, then restore every flag it changed.
+
+    On a GPU the same inputs can give different last bits run to run: kernels that add with
+    atomics, cuDNN's benchmark mode picking the fastest algorithm each time. Inside, torch raises
+    on an op that has no deterministic version. cuBLAS needs CUBLAS_WORKSPACE_CONFIG=:4096:8 (or
+    :16:8) set before its first call, so on CUDA a missing setting is an error here, not later.
+    """
+    if torch.device(device).type == "cuda" and os.environ.get("CUBLAS_WORKSPACE_CONFIG") not in (":4096:8", ":16:8"):
+        raise RuntimeError("set CUBLAS_WORKSPACE_CONFIG=:4096:8 before the first cuBLAS call (at the program's top)")
+    saved = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    cudnn = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic)
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = False, True
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = cudnn
 
 
 def lm_loss(

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
 
 import numpy as np
 import pytest
 import torch
 
 from lecture_utils.data import (
+    Prefetcher,
     entropy_rate,
     get_batch,
     load_tokens,
@@ -196,3 +199,61 @@ def test_markov_helpers_reject_bad_input():
         entropy_rate([[1.0]])
     with pytest.raises(ValueError, match="num_tokens"):
         sample_markov_chain(torch.eye(2), 0, generator=torch.Generator())
+
+
+def prefetch_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("prefetch")]
+
+
+def test_prefetcher_yields_a_plain_loops_batches_and_stops_its_thread():
+    data = np.arange(500, dtype=np.uint16)
+    plain_gen, ahead_gen = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    plain = [get_batch(data, 3, 6, "cpu", plain_gen) for _ in range(7)]
+    with Prefetcher(lambda: get_batch(data, 3, 6, "cpu", ahead_gen), 7, "cpu") as batches:
+        ahead = list(batches)
+        assert len(prefetch_threads()) == 1
+    assert len(ahead) == 7 and all(torch.equal(a, b) for pa, pb in zip(plain, ahead) for a, b in zip(pa, pb))
+    assert not prefetch_threads()
+    # One batch ahead, no more: the generator stands where the plain loop's does.
+    assert torch.equal(plain_gen.get_state(), ahead_gen.get_state())
+
+
+def test_prefetcher_hides_a_slow_source_behind_the_step():
+    latency, steps = 0.02, 8
+
+    def slow_batch():
+        time.sleep(latency)  # waiting, as on I/O: the CPU is free meanwhile
+        return (torch.zeros(2),)
+
+    with Prefetcher(slow_batch, steps, "cpu") as batches:
+        for _ in batches:
+            time.sleep(1.5 * latency)  # the step
+    # A plain loop waits steps x latency; here only the first batch is not hidden.
+    assert latency <= batches.wait_seconds < 0.5 * steps * latency
+
+
+def test_prefetcher_passes_on_errors_and_rejects_misuse():
+    def broken():
+        raise OSError("disk gone")
+
+    with pytest.raises(OSError, match="disk gone"), Prefetcher(broken, 3, "cpu") as batches:
+        list(batches)
+    assert not prefetch_threads()
+    with pytest.raises(RuntimeError, match="with"):
+        list(Prefetcher(lambda: (torch.zeros(1),), 2, "cpu"))
+    with pytest.raises(TypeError, match="callable"):
+        Prefetcher([torch.zeros(1)], 2, "cpu")
+    with pytest.raises(ValueError, match="steps"):
+        Prefetcher(lambda: (torch.zeros(1),), -1, "cpu")
+    with Prefetcher(lambda: (torch.zeros(1),), 0, "cpu") as batches:
+        assert list(batches) == [] and batches.wait_seconds == 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_prefetcher_on_cuda_copies_on_a_side_stream():
+    data = np.arange(1_000, dtype=np.uint16)
+    cpu_gen, gpu_gen = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    with Prefetcher(lambda: get_batch(data, 4, 8, "cpu", gpu_gen), 3, "cuda") as batches:
+        for x, y in batches:
+            x_cpu, y_cpu = get_batch(data, 4, 8, "cpu", cpu_gen)
+            assert x.device.type == "cuda" and torch.equal(x.cpu(), x_cpu) and torch.equal(y.cpu(), y_cpu)

@@ -1,9 +1,13 @@
+import re
+from pathlib import Path
+
 import matplotlib.pyplot as plt
+import nbformat
 import pytest
 from matplotlib.figure import Figure
 
 from lecture_utils.figures import FIGURES, draw_all, resolve
-from lecture_utils.plotting import save_figure
+from lecture_utils.plotting import MAX_WIDTH_IN, MIN_FONT_PT, save_figure, too_small_texts, use_style
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
@@ -14,9 +18,7 @@ def test_every_registered_figure_draws(name):
     plt.close(fig)
 
 
-def test_every_committed_image_has_a_generator(tmp_path):
-    from pathlib import Path
-
+def test_every_committed_image_has_a_generator():
     images = {p.stem for p in (Path(__file__).resolve().parent.parent / "images").glob("*.png")}
     assert images <= set(FIGURES), f"images without a generator: {sorted(images - set(FIGURES))}"
 
@@ -35,3 +37,39 @@ def test_bad_names_and_suffixes_are_rejected(tmp_path):
     with pytest.raises(ValueError, match=".png"):
         save_figure(fig, tmp_path / "figure.jpg")
     plt.close(fig)
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_every_registered_figure_is_legible_on_a_projector(name):
+    use_style()
+    fig = resolve(FIGURES[name])()
+    try:
+        assert fig.get_size_inches()[0] <= MAX_WIDTH_IN + 1e-9, f"{name} is wider than {MAX_WIDTH_IN} in"
+        assert too_small_texts(fig) == [], f"{name} has text below {MIN_FONT_PT} pt"
+        columns = {round(ax.get_position().x0, 2) for ax in fig.axes if ax.get_visible()}
+        assert len(columns) <= 2, f"{name} puts {len(columns)} panels side by side"
+    finally:
+        plt.close(fig)
+
+
+SMALL_FONT = re.compile(r"\b(?:fontsize|labelsize|titlesize)\s*=\s*(?:(\d+(?:\.\d+)?)|[\"'](?:x-small|xx-small|small)[\"'])")
+WIDE_GRID = re.compile(r"subplots\(\s*\d+\s*,\s*([3-9]|\d\d)\b|ncols\s*=\s*([3-9]|\d\d)\b")
+
+
+def figure_code() -> list[tuple[str, str]]:
+    """(where, source) for every package module and notebook code cell, where figures are drawn."""
+    root = Path(__file__).resolve().parent.parent
+    sources = [(p.name, p.read_text()) for p in sorted((root / "lecture_utils").glob("*.py"))]
+    for path in sorted((root / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        sources += [(f"{path.name} cell {i}", c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    return sources
+
+
+def test_no_figure_code_asks_for_small_text_or_three_panels_side_by_side():
+    for where, source in figure_code():
+        for match in SMALL_FONT.finditer(source):
+            assert match.group(1) is not None and float(match.group(1)) >= MIN_FONT_PT, (
+                f"{where}: {match.group(0)} is below the {MIN_FONT_PT} pt a projector needs")
+        match = WIDE_GRID.search(source)
+        assert match is None, f"{where}: {match.group(0)} puts more than two panels side by side"

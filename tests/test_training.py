@@ -10,7 +10,16 @@ import torch
 from torch import nn
 
 from lecture_utils.data import random_transition_matrix, sample_markov_chain
-from lecture_utils.training import TrainConfig, evaluate, init_weights_, lm_loss, lr_at, train, train_step
+from lecture_utils.training import (
+    TrainConfig,
+    deterministic_algorithms,
+    evaluate,
+    init_weights_,
+    lm_loss,
+    lr_at,
+    train,
+    train_step,
+)
 from lecture_utils.models import truncated_normal_std
 from lecture_utils.transformer import TinyLM, TransformerConfig
 
@@ -197,3 +206,19 @@ def test_train_rejects_a_backwards_range(corpus):
     with pytest.raises(ValueError, match="start_step"):
         train(model, torch.optim.SGD(model.parameters(), lr=0.1), corpus[0], TrainConfig(max_lr=0.1, total_steps=5, warmup_steps=1),
               device="cpu", data_generator=torch.Generator(), start_step=4, stop_step=2)
+
+
+def test_deterministic_algorithms_sets_the_flags_and_restores_them_even_on_error():
+    before = (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark)
+    with pytest.raises(KeyError), deterministic_algorithms("cpu"):
+        assert torch.are_deterministic_algorithms_enabled() and torch.backends.cudnn.deterministic
+        assert not torch.backends.cudnn.benchmark
+        raise KeyError("stop half-way")
+    assert (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark) == before
+
+
+def test_deterministic_algorithms_on_cuda_needs_the_cublas_setting(monkeypatch):
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    with pytest.raises(RuntimeError, match="CUBLAS_WORKSPACE_CONFIG"), deterministic_algorithms("cuda"):
+        pass
+    assert not torch.are_deterministic_algorithms_enabled()
