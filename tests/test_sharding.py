@@ -1,0 +1,208 @@
+"""lecture_utils.sharding*: the ZeRO formulas against the paper, and real gloo ranks against the formulas."""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from lecture_utils.plotting import MAX_WIDTH_IN, too_small_texts, use_style
+from lecture_utils.sharding import (
+    FP32_ADAMW,
+    MIXED_ADAMW,
+    fsdp2_local_numel,
+    largest_params,
+    make_model,
+    per_gpu_bytes,
+    plot_bytes_per_gpu,
+    predicted_rank_bytes,
+    predicted_traffic,
+    ring_bytes_sent,
+    zero1_partition,
+)
+from lecture_utils.sharding_launch import RankError, main, parse_args, run_ranks
+from lecture_utils.sharding_measure import check_reports, train_rank
+
+PSI = sum(p.numel() for p in make_model().parameters())  # 7,312 parameters, counted by torch
+
+# --- the napkin -------------------------------------------------------------------------------
+
+
+def test_recipes_are_the_lecture_and_the_paper_ones():
+    assert FP32_ADAMW == (4, 4, 8)
+    assert MIXED_ADAMW == (2, 2, 12)
+
+
+@pytest.mark.parametrize(("stage", "gb"), [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
+def test_zero_paper_figure_1_example(stage, gb):
+    # Rajbhandari et al. 2019, Fig. 1: 7.5B parameters, 64 GPUs, K = 12.
+    assert round(per_gpu_bytes(7.5e9, 64, stage, MIXED_ADAMW) / 1e9, 1) == gb
+
+
+@pytest.mark.parametrize(("stage", "billions"), [(0, 80 / 16), (1, 80 / 9), (2, 80 / 5.5), (3, 40.0)])
+def test_largest_model_on_eight_80gb_gpus(stage, billions):
+    assert largest_params(80e9, 8, stage) == pytest.approx(billions * 1e9)
+
+
+def test_one_gpu_makes_every_stage_plain_data_parallelism():
+    assert {per_gpu_bytes(1e9, 1, s) for s in range(4)} == {16e9}
+
+
+def test_ring_volumes():
+    assert ring_bytes_sent("all_reduce", 1000, 1) == 0
+    assert ring_bytes_sent("all_reduce", 1000, 2) == 1000
+    assert ring_bytes_sent("all_gather_single", 1000, 4) == 750
+    # FSDP2's two all-gathers and a reduce-scatter send 1.5x DDP's all-reduce, whatever N.
+    fsdp = sum(ring_bytes_sent(op, b, 8) for op, b in predicted_traffic("fsdp2", 4 * PSI).items())
+    assert fsdp == pytest.approx(1.5 * ring_bytes_sent("all_reduce", 4 * PSI, 8))
+
+
+def test_zero1_partition_is_greedy_on_whole_tensors():
+    # Sizes 4096, 2048, 1024, 64, 64, 16: the largest alone on rank 0, all the rest on rank 1.
+    assert zero1_partition(make_model(), 2) == [4096, 2048 + 1024 + 64 + 64 + 16]
+    assert zero1_partition(make_model(), 8) == [4096, 2048, 1024, 64, 64, 16, 0, 0]
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 5, 8])
+def test_fsdp2_shares_follow_torch_chunk(world_size):
+    for shape in [(64, 32), (10,), (7, 3), (3, 5)]:
+        chunks = torch.empty(shape).chunk(world_size, dim=0)
+        numels = [c.numel() for c in chunks] + [0] * (world_size - len(chunks))
+        assert [fsdp2_local_numel(torch.Size(shape), world_size, r) for r in range(world_size)] == numels
+
+
+def test_bad_input_gets_clear_errors():
+    with pytest.raises(ValueError, match="stage must be 0"):
+        per_gpu_bytes(1e9, 8, 4)
+    with pytest.raises(TypeError, match="stage must be an int"):
+        per_gpu_bytes(1e9, 8, "3")
+    with pytest.raises(ValueError, match="num_gpus must be positive"):
+        per_gpu_bytes(1e9, 0, 1)
+    with pytest.raises(ValueError, match="no trainable parameters"):
+        predicted_rank_bytes(nn.ReLU(), "ddp", 2, 0)
+    with pytest.raises(ValueError, match="unknown approach"):
+        predicted_rank_bytes(make_model(), "zero2", 2, 0)
+    with pytest.raises(ValueError, match="rank must be below"):
+        predicted_rank_bytes(make_model(), "ddp", 2, 2)
+    with pytest.raises(ValueError, match="world_size must be positive"):
+        run_ranks(lambda rank, world_size: rank, 0)
+
+
+def test_plot_has_a_line_per_stage_and_labelled_axes():
+    use_style()  # as the notebook does: the style sets the notes' minimum font size
+    fig = plot_bytes_per_gpu(40e9, 80e9)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 5 and "GPUs" in ax.get_xlabel() and "GB" in ax.get_ylabel()
+    assert fig.get_figwidth() <= MAX_WIDTH_IN and too_small_texts(fig) == []
+    zero3 = ax.lines[3].get_ydata()
+    assert zero3[3] == pytest.approx(80.0)  # 40B on 8 GPUs at ZeRO-3: exactly 80 GB each
+    plt.close(fig)
+
+
+# --- real ranks -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("world_size", [2, 4])
+@pytest.mark.parametrize("approach", ["ddp", "zero1", "fsdp2"])
+def test_measured_bytes_equal_predicted(approach, world_size):
+    reports = run_ranks(functools.partial(train_rank, approach=approach), world_size)
+    check_reports(reports)  # bytes, traffic, weights equal across ranks and to one process
+    optim = [r.optim for r in reports]
+    if approach == "ddp":
+        assert optim == [8 * PSI] * world_size
+    elif approach == "zero1":
+        assert sum(optim) == 8 * PSI and len(set(optim)) > 1  # all of it, split unevenly
+    else:
+        assert optim == [8 * PSI // world_size] * world_size and reports[0].params == 4 * PSI // world_size
+
+
+def _fail_on_rank_one(rank: int, world_size: int) -> None:
+    if rank == 1:
+        raise ValueError("bad shard")
+    dist.all_reduce(torch.ones(1))  # the other ranks wait for rank 1 in a collective
+
+
+def _hang_on_rank_one(rank: int, world_size: int) -> None:
+    if rank == 1:
+        time.sleep(60)
+    dist.all_reduce(torch.ones(1))
+
+
+def test_a_failing_rank_surfaces_its_exception_quickly():
+    start = time.monotonic()
+    with pytest.raises(RankError, match="rank 1 raised ValueError: bad shard") as info:
+        run_ranks(_fail_on_rank_one, 4, timeout_s=20)
+    assert (info.value.rank, info.value.exc_type, info.value.message) == (1, "ValueError", "bad shard")
+    assert time.monotonic() - start < 10
+    assert mp.active_children() == []
+
+
+def test_a_hanging_rank_times_out_and_is_killed():
+    start = time.monotonic()
+    with pytest.raises(RankError):
+        run_ranks(_hang_on_rank_one, 2, timeout_s=2)
+    assert time.monotonic() - start < 10
+    assert mp.active_children() == []
+
+
+def test_no_file_is_left_behind(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert run_ranks(lambda rank, world_size: rank * world_size, 3) == [0, 3, 6]
+    with pytest.raises(RankError):
+        run_ranks(_fail_on_rank_one, 2, timeout_s=10)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def two_threads():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _matmul_threads(rank: int, world_size: int) -> int:
+    torch.randn(256, 256) @ torch.randn(256, 256)
+    return torch.get_num_threads()
+
+
+def test_forking_after_the_parent_used_threads_is_repeatable(two_threads):
+    for _ in range(5):
+        torch.randn(512, 512) @ torch.randn(512, 512)  # the parent's thread pool is live at fork
+        assert run_ranks(_matmul_threads, 4, timeout_s=20) == [1] * 4
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["--nproc", "0"], ["--steps", "0"], ["--approach", "zero2"], ["--timeout", "0"]])
+def test_cli_rejects_bad_arguments(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        parse_args(argv)
+    assert info.value.code == 2 and argv[0] in capsys.readouterr().err
+
+
+def test_cli_forks_ranks_without_torchrun(capsys, monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    assert main(["--nproc", "2", "--approach", "zero1", "--steps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "measured == predicted on every rank" in out and out.count("zero1 ") == 2
+
+
+def test_cli_under_torchrun(tmp_path):
+    env = {**os.environ, "TMPDIR": str(tmp_path), "CUDA_VISIBLE_DEVICES": ""}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           "-m", "lecture_utils.sharding_launch", "--approach", "fsdp2", "--steps", "2"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "measured == predicted on every rank" in done.stdout and done.stdout.count("fsdp2 ") == 2
