@@ -57,7 +57,7 @@ def autocast_dtypes(device: torch.device | str, dtype: torch.dtype = torch.bfloa
 # Bytes per parameter: named recipes, and the same count read off real training tensors
 # ---------------------------------------------------------------------------------------------
 
-COMPONENTS = ("params", "grads", "master", "adam_m", "adam_v")
+COMPONENTS = ("params", "grads", "grad_accum", "master", "adam_m", "adam_v")
 
 # torch.optim state names -> the component they are in a recipe
 _STATE_COMPONENTS = {"exp_avg": "adam_m", "exp_avg_sq": "adam_v"}
@@ -107,6 +107,12 @@ RECIPES: dict[str, Recipe] = {
         Recipe("bf16 + fp32 master", {"params": _BF16, "grads": _BF16, "master": _FP32, **_ADAM_FP32},
                "the standard recipe (2 + 2 + 12 in the ZeRO paper, Rajbhandari et al. 2020): a bf16 model, "
                "an fp32 copy that the optimizer updates"),
+        Recipe("bf16 + fp32 grads", {"params": _BF16, "grads": _FP32, "master": _FP32, **_ADAM_FP32},
+               "each weight gradient goes straight into an fp32 buffer and no bf16 copy is kept "
+               "(Megatron-LM's main_grad; a post-accumulate-grad hook in notebook 08)"),
+        Recipe("bf16 + fp32 grad accumulation",
+               {"params": _BF16, "grads": _BF16, "grad_accum": _FP32, "master": _FP32, **_ADAM_FP32},
+               "bf16 gradients kept while an fp32 buffer sums them over micro-batches"),
         Recipe("bf16 + fp32 Adam state", {"params": _BF16, "grads": _BF16, **_ADAM_FP32},
                "no master copy: every update is rounded into bf16 weights"),
         Recipe("pure bf16", {"params": _BF16, "grads": _BF16, "adam_m": _BF16, "adam_v": _BF16},
@@ -275,11 +281,12 @@ _RUN_STYLE = {
 
 
 def plot_training_runs(runs: Mapping[str, RegressionRun]) -> Figure:
-    """Three panels: pure bf16 vs fp32 master (loss, updates lost per step), and fp32 vs autocast bf16 (loss)."""
+    """Three stacked panels: pure bf16 vs fp32 master (loss, updates lost per step), then fp32 vs autocast bf16."""
     needed = set(TRAINING_RECIPES) - set(runs)
     if needed:
         raise ValueError(f"missing runs for {sorted(needed)}; train every recipe in TRAINING_RECIPES")
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    # Stacked, not side by side: at 7 inches wide, three panels in a row leave text too small to project.
+    fig, axes = plt.subplots(3, 1, figsize=(7.0, 9.0), sharex=True)
     for ax, recipes, values, title in (
         (axes[0], ("bf16 + fp32 master", "pure bf16"), "losses", "bf16 compute: with and without fp32 master"),
         (axes[1], ("bf16 + fp32 master", "pure bf16"), "lost_fraction", "updates rounded away in the step"),
@@ -288,11 +295,12 @@ def plot_training_runs(runs: Mapping[str, RegressionRun]) -> Figure:
         for name in recipes:
             series = getattr(runs[name], values)
             ax.plot(range(1, len(series) + 1), series, label=name, **_RUN_STYLE[name])
-        ax.set(title=title, xlabel="step")
+        ax.set(title=title, xlabel="training step")
+        ax.xaxis.set_tick_params(labelbottom=True)
         ax.legend()
     for ax in (axes[0], axes[2]):
-        ax.set(yscale="log", ylabel="training loss (fp32)")
-    axes[1].set(ylabel="share of weights left unchanged", ylim=(-0.03, 1.03))
+        ax.set(yscale="log", ylabel="training loss (MSE, fp32)")
+    axes[1].set(ylabel="share of weights\nleft unchanged", ylim=(-0.03, 1.03))
     fig.tight_layout()
     return fig
 

@@ -107,11 +107,18 @@ def causal_attention(
     k: Float[Tensor, "*batch heads seq head_dim"],
     v: Float[Tensor, "*batch heads seq head_dim"],
 ) -> Float[Tensor, "*batch heads seq head_dim"]:
-    """softmax(q k^T / sqrt(head_dim)) v under a causal mask, as two einsums that FlopCounterMode sees on any device."""
+    """softmax(q k^T / sqrt(head_dim)) v under a causal mask, as two einsums that FlopCounterMode sees on any device.
+
+    The softmax runs in at least fp32 whatever the input dtype (notebook 08 measures why: a softmax
+    summed in bf16 goes wrong as rows grow); its weights are rounded back to the input dtype for the
+    second matmul.
+    """
     seq, head_dim = q.shape[-2:]
     scores = einsum(q, k, "... heads seq_q head_dim, ... heads seq_k head_dim -> ... heads seq_q seq_k")
     future = torch.ones(seq, seq, dtype=torch.bool, device=q.device).triu(1)
-    weights = (scores / math.sqrt(head_dim)).masked_fill(future, float("-inf")).softmax(dim=-1)
+    wide = torch.promote_types(scores.dtype, torch.float32)  # bf16/fp16 -> fp32; fp64 stays fp64
+    scaled = (scores.to(wide) / math.sqrt(head_dim)).masked_fill(future, float("-inf"))
+    weights = scaled.softmax(dim=-1).to(q.dtype)
     return einsum(weights, v, "... heads seq_q seq_k, ... heads seq_k head_dim -> ... heads seq_q head_dim")
 
 

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from lecture_utils.dtypes import ulp
+from lecture_utils.plotting import MAX_WIDTH_IN, STYLE, too_small_texts
 from lecture_utils.precision import (
     RECIPES,
     TRAINING_RECIPES,
@@ -52,7 +53,8 @@ def test_autocast_dtypes_rejects_bad_input():
 @pytest.mark.parametrize(
     ("name", "expected"),
     [("fp32", 4 + 4 + 4 + 4), ("autocast bf16", 16), ("bf16 + fp32 master", 2 + 2 + 4 + 4 + 4),
-     ("bf16 + fp32 Adam state", 2 + 2 + 4 + 4), ("pure bf16", 2 + 2 + 2 + 2)],
+     ("bf16 + fp32 Adam state", 2 + 2 + 4 + 4), ("pure bf16", 2 + 2 + 2 + 2),
+     ("bf16 + fp32 grads", 2 + 4 + 4 + 4 + 4), ("bf16 + fp32 grad accumulation", 2 + 2 + 4 + 4 + 4 + 4)],
 )
 def test_recipe_bytes_per_param(name, expected):
     assert RECIPES[name].bytes_per_param == expected
@@ -223,6 +225,20 @@ def test_pure_bf16_stalls_where_master_weights_keep_learning():
     assert abs(runs["autocast bf16"].losses[-1] / runs["fp32"].losses[-1] - 1) < 0.02
     fig = plot_training_runs(runs)
     assert len(fig.axes) == 3
+    plt.close(fig)
+
+
+def test_training_runs_figure_reads_on_a_projector():
+    x, y = regression_data(samples=32, dim=4)
+    runs = {recipe: train_regression(x, y, recipe, steps=5) for recipe in TRAINING_RECIPES}
+    with plt.rc_context(STYLE):
+        fig = plot_training_runs(runs)
+    assert fig.get_figwidth() <= MAX_WIDTH_IN
+    assert not too_small_texts(fig)
+    columns = {round(ax.get_position().x0, 3) for ax in fig.axes}
+    assert len(columns) == 1, "panels side by side: stack them"
+    for ax in fig.axes:
+        assert ax.get_xlabel() and ax.get_ylabel(), ax.get_title()
     plt.close(fig)
 
 

@@ -155,6 +155,32 @@ def test_causal_attention_matches_sdpa():
     torch.testing.assert_close(causal_attention(q, k, v)[..., 0, :], v[..., 0, :])
 
 
+def test_causal_attention_takes_its_softmax_in_fp32_for_bf16_inputs():
+    from torch.overrides import TorchFunctionMode
+
+    class SoftmaxDtypes(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func in (torch.softmax, torch.Tensor.softmax, F.softmax):
+                self.seen.append(args[0].dtype)
+            return func(*args, **(kwargs or {}))
+
+    gen = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(1, 2, 64, 8, generator=gen).bfloat16() for _ in range(3))
+    with SoftmaxDtypes() as mode:
+        out = causal_attention(q, k, v)
+    assert mode.seen == [torch.float32]
+    assert out.dtype == torch.bfloat16
+    exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    torch.testing.assert_close(out.double(), exact, rtol=2**-6, atol=2**-6)
+    with SoftmaxDtypes() as mode:
+        causal_attention(q.double(), k.double(), v.double())
+    assert mode.seen == [torch.float64]  # never narrowed
+
+
 def test_causal_attention_rejects_mismatched_shapes():
     q = torch.randn(2, 3, 7, 5)
     with pytest.raises(TypeCheckError, match="'k'"):
