@@ -288,7 +288,7 @@ def draw_linear_layer_matmuls(batch: float = 2.0, d_in: float = 3.0, d_out: floa
             ax.add_patch(Rectangle((x, top - height), width, height, facecolor=colors[kind], alpha=0.35,
                                    edgecolor=colors[kind], linewidth=1.5))
             lowest = min(lowest, top - height)
-            ax.text(x + width / 2, top - height / 2, f"{name}\n({shape})", ha="center", va="center", fontsize=10)
+            ax.text(x + width / 2, top - height / 2, f"{name}\n({shape})", ha="center", va="center", fontsize=12)
             x += width
             if j < 2:
                 ax.text(x + 0.35, top - 0.8, "@" if j == 0 else "=", ha="center", va="center", fontsize=14)

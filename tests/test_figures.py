@@ -53,7 +53,7 @@ def test_every_registered_figure_is_legible_on_a_projector(name):
 
 
 SMALL_FONT = re.compile(r"\b(?:fontsize|labelsize|titlesize)\s*=\s*(?:(\d+(?:\.\d+)?)|[\"'](?:x-small|xx-small|small)[\"'])")
-WIDE_GRID = re.compile(r"subplots\(\s*\d+\s*,\s*([3-9]|\d\d)\b|ncols\s*=\s*([3-9]|\d\d)\b")
+WIDE_GRID = re.compile(r"subplots\((?:\s*\d+\s*,\s*|[^)]*\bncols\s*=\s*)([3-9]|\d\d)\b")
 
 
 def figure_code() -> list[tuple[str, str]]:

@@ -7,7 +7,7 @@ import torch
 
 import lecture_utils.matmul_benchmark as bench
 from lecture_utils.flops import matmul_flops
-from lecture_utils.hardware import Peak
+from lecture_utils.hardware import Peak, cpu_peak_estimate
 from lecture_utils.matmul_benchmark import (
     MatmulResult,
     benchmark_matmul,
@@ -96,6 +96,16 @@ def test_run_benchmark_covers_cases_and_sizes_and_rejects_bad_ones():
         run_benchmark("cpu", [16], ["fp64"])
     with pytest.raises(ValueError, match="no sizes"):
         run_benchmark("cpu", [])
+    with pytest.raises(ValueError, match="num_threads must be positive"):
+        run_benchmark("cpu", [16], num_threads=0)
+
+
+def test_run_benchmark_runs_on_the_threads_asked_for_and_restores_them():
+    previous = torch.get_num_threads()
+    (result,) = run_benchmark("cpu", [16], ["fp32"], warmup=0, trials=1, num_threads=1)
+    assert torch.get_num_threads() == previous
+    if result.peak_flops_per_s is not None:  # the CPU estimate counts the threads in effect during the run
+        assert result.peak_flops_per_s == cpu_peak_estimate(torch.float32, threads=1).flops_per_s
 
 
 def test_record_round_trips_and_tampering_is_caught(tmp_path):
@@ -134,7 +144,7 @@ def test_a_recorded_run_is_described_with_its_machine_and_settings(tmp_path):
     path.write_text(json.dumps({**record, "device": "NVIDIA H100 80GB HBM3", "cuda": "12.8"}))
     lines = describe_reference(path).splitlines()
     assert "another machine" in lines[0] and "NVIDIA H100 80GB HBM3" in lines[0] and "CUDA 12.8" in lines[0]
-    assert lines[1] == "10 warm-up calls, then the median of 50 trials of at least 0.05 s each"
+    assert lines[1] == "10 warm-up calls, then the best of 50 trials of at least 0.05 s each"
     assert "\n".join(lines[2:]) == format_results([H100_BF16])
 
 

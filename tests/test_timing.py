@@ -1,4 +1,5 @@
 import time
+import types
 
 import pytest
 import torch
@@ -97,3 +98,20 @@ def test_a_timing_needs_trials():
         Timing((1.0, -1.0))
     with pytest.raises(ValueError, match="calls_per_trial must be positive"):
         Timing((1.0,), calls_per_trial=0)
+
+
+def test_compare_with_timer_keeps_each_timers_best_round(monkeypatch):
+    blocks = iter([0.5, 0.2, 0.4])  # seconds for time_fn's block of `calls` calls, round by round
+    timer_medians = iter([0.03, 0.01, 0.02])  # Timer's seconds per call, round by round
+
+    class FakeTimer:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def timeit(self, number):
+            return types.SimpleNamespace(median=next(timer_medians))
+
+    monkeypatch.setattr(timing, "time_fn", lambda fn, device, **kwargs: Timing((next(blocks),)))
+    monkeypatch.setattr(timing, "Timer", FakeTimer)
+    ours, theirs = compare_with_timer(lambda: None, "cpu", num_threads=1, rounds=3, calls=10)
+    assert ours == pytest.approx(0.2 / 10) and theirs == pytest.approx(0.01)
