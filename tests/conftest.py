@@ -1,5 +1,18 @@
+import os
+import tempfile
+
 import pytest
 import torch
+
+# torch makes a compile cache (/tmp/torchinductor_<user>) the first time FlopCounterMode, DDP or
+# torch.compile runs. Keep it in a directory of this test run, which nbval's kernels and the lab
+# server inherit, and remove it at the end: a test run leaves nothing behind.
+_compile_cache = tempfile.TemporaryDirectory(prefix="torchinductor-tests-")
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", _compile_cache.name)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _compile_cache.cleanup()
 
 
 @pytest.fixture
