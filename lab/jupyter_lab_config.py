@@ -11,7 +11,8 @@ c = get_config()  # noqa: F821 (injected by Jupyter when it loads this file)
 c.ServerApp.root_dir = str(ROOT)
 c.ServerApp.ip = "127.0.0.1"
 c.LabApp.default_url = "/lab/tree/notebooks"
-# overrides.json there turns autosave off, so running cells never rewrites the committed notes.
+# overrides.json there turns autosave off, so running cells never rewrites the committed notes,
+# and the news prompt off, so nothing pops up in front of a class.
 c.LabApp.app_settings_dir = str(ROOT / "lab" / "settings")
 # Quiet log: the last line `make lab` prints is the URL with its token.
 c.Application.log_level = "WARN"
