@@ -28,19 +28,20 @@ $(VENV)/.installed: pyproject.toml
 lab: setup
 	$(BIN)/jupyter lab --config=lab/jupyter_lab_config.py --ServerApp.port=$(PORT)
 
-# The committed outputs are CPU outputs, so the comparison runs on the CPU even where CUDA is.
+# The committed outputs are CPU outputs: tests/conftest.py hides CUDA for the comparison.
 test: setup
-	CUDA_VISIBLE_DEVICES= $(BIN)/python -m pytest
+	$(BIN)/python -m pytest
 
 # Put the notebooks back as committed (discards edits saved from the lab).
 restore:
 	git checkout -- notebooks
 
-# On a CUDA machine: every notebook on the GPU with all its asserts (no output comparison), then
-# the matmul benchmark for this card.
+# On a CUDA machine: every notebook on the GPU with all its asserts (no output comparison), the
+# unit tests' CUDA paths, then the matmul benchmark for this card.
 gpu: setup
 	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'make gpu needs a CUDA GPU and a CUDA build of torch')"
 	$(BIN)/python tools/execute_notebooks.py --limit 30
+	LECTURE_TEST_CUDA=1 $(BIN)/python -m pytest tests --ignore=tests/test_browser.py --ignore=tests/test_lab.py
 	$(BIN)/python -m lecture_utils.matmul_benchmark --out $(RECORD)
 	@echo "matmul record: $(RECORD) (copy it to notebooks/data/matmul_reference_h100.json on an H100 SXM, then make outputs)"
 

@@ -1,10 +1,13 @@
-"""Seeding, every RNG state in a safe-to-load form, and checkpoints written atomically and loaded with weights_only."""
+"""Seeding, every RNG state in a safe-to-load form, and checkpoints that resume a run bit for bit.
+
+A full checkpoint is the assignment's checkpoint (lecture_utils.checkpointing: model, optimizer,
+iteration) plus every random stream and a format version, written with the same atomic save.
+checkpointing.load_checkpoint reads one too; it just ignores the RNG states.
+"""
 
 from __future__ import annotations
 
-import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +15,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from lecture_utils.checkpointing import atomic_save
 from lecture_utils.checks import check_int
 
-FORMAT_VERSION = 1
-_KEYS = {"format_version", "step", "model", "optimizer", "rng"}
+FORMAT_VERSION = 2  # 2: the step is stored under the assignment's key, "iteration"
+_KEYS = {"format_version", "iteration", "model", "optimizer", "rng"}
 
 
 def seed_everything(seed: int) -> None:
@@ -68,34 +72,6 @@ def set_rng_state(state: dict[str, Any], data_generator: torch.Generator) -> Non
     data_generator.set_state(state["data"])
 
 
-def atomic_save(obj: object, path: str | Path) -> Path:
-    """torch.save to a temporary file beside `path`, flush and fsync it, then os.replace it onto `path`.
-
-    os.replace is atomic on one filesystem, so a reader (or a crash) sees either the old file or
-    the complete new one, never a half-written file; a failed save leaves no temporary behind.
-    """
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"directory for {path.name!r} does not exist")
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())  # the bytes reach the disk before the rename makes them visible
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    if os.name == "posix":  # make the rename itself durable (Windows cannot open a directory)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    return path
-
-
 def _check_training_objects(model: object, optimizer: object) -> None:
     """Reject a model that is not an nn.Module or an optimizer that is not a torch.optim.Optimizer (None allowed)."""
     if not isinstance(model, nn.Module):
@@ -104,7 +80,7 @@ def _check_training_objects(model: object, optimizer: object) -> None:
         raise TypeError(f"optimizer must be a torch.optim.Optimizer or None, got {type(optimizer).__name__}")
 
 
-def save_checkpoint(
+def save_full_checkpoint(
     path: str | Path,
     *,
     model: nn.Module,
@@ -112,27 +88,32 @@ def save_checkpoint(
     step: int,
     data_generator: torch.Generator,
 ) -> Path:
-    """Atomically write what a bit-exact resume needs: model, optimizer state, step and every RNG state."""
+    """Atomically write what a bit-exact resume needs: model, optimizer state, step and every RNG state.
+
+    The keys model, optimizer and iteration are checkpointing.save_checkpoint's; rng and
+    format_version are added. Returns the path, as a Path.
+    """
     check_int("step", step, 0)
     _check_training_objects(model, optimizer)
     checkpoint = {
         "format_version": FORMAT_VERSION,
-        "step": step,
+        "iteration": step,
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "rng": rng_state(data_generator),
     }
-    return atomic_save(checkpoint, path)
+    atomic_save(checkpoint, path)
+    return Path(path)
 
 
-def load_checkpoint(
+def load_full_checkpoint(
     path: str | Path,
     *,
     model: nn.Module,
     optimizer: torch.optim.Optimizer | None,
     data_generator: torch.Generator | None,
 ) -> int:
-    """Load a save_checkpoint file into existing objects and return its step.
+    """Load a save_full_checkpoint file into existing objects and return its step.
 
     weights_only=True refuses any pickled object but tensors and plain containers, so a
     checkpoint from elsewhere cannot run code on load. Pass optimizer=None or data_generator=None
@@ -141,7 +122,9 @@ def load_checkpoint(
     _check_training_objects(model, optimizer)
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     if not isinstance(checkpoint, dict) or not _KEYS <= set(checkpoint):
-        raise ValueError(f"{Path(path).name} is not a checkpoint written by save_checkpoint; expected keys {sorted(_KEYS)}")
+        raise ValueError(
+            f"{Path(path).name} is not a checkpoint written by save_full_checkpoint; expected keys {sorted(_KEYS)}"
+        )
     if checkpoint["format_version"] != FORMAT_VERSION:
         raise ValueError(f"checkpoint format {checkpoint['format_version']} is not the supported {FORMAT_VERSION}")
     model.load_state_dict(checkpoint["model"])
@@ -149,4 +132,4 @@ def load_checkpoint(
         optimizer.load_state_dict(checkpoint["optimizer"])
     if data_generator is not None:
         set_rng_state(checkpoint["rng"], data_generator)
-    return checkpoint["step"]
+    return checkpoint["iteration"]

@@ -27,8 +27,12 @@ def _check_training_objects(model: object, optimizer: object) -> None:
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
 
 
-def _atomic_save(obj: object, path: str | os.PathLike) -> None:
-    """torch.save to a temporary file beside `path`, flush and fsync it, then os.replace it onto `path`."""
+def atomic_save(obj: object, path: str | os.PathLike) -> None:
+    """torch.save to a temporary file beside `path`, flush and fsync it, then os.replace it onto `path`.
+
+    A reader, or a crash, sees the old file or the complete new one, never a half-written one;
+    a failed save leaves no temporary file behind.
+    """
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"directory {directory!r} for the checkpoint does not exist")
@@ -65,7 +69,7 @@ def save_checkpoint(
         raise ValueError(f"iteration cannot be negative, got {iteration}")
     checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": iteration}
     if isinstance(out, (str, os.PathLike)):
-        _atomic_save(checkpoint, out)
+        atomic_save(checkpoint, out)
     elif hasattr(out, "write"):
         torch.save(checkpoint, out)
     else:

@@ -1,4 +1,7 @@
-"""Token data on disk: a synthetic corpus, .npy files read through a memory map, and random batches."""
+"""Token data on disk: a synthetic corpus, .npy files read through a memory map, and a batch prefetcher.
+
+Random batches come from lecture_utils.batching.get_batch (the assignment's function).
+"""
 
 from __future__ import annotations
 
@@ -115,44 +118,6 @@ def load_tokens(path: str | Path) -> np.memmap:
     if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer):
         raise TypeError(f"{Path(path).name}: expected a 1-D integer array, got shape {tokens.shape} of {tokens.dtype}")
     return tokens
-
-
-def get_batch(
-    data: Integer[np.ndarray, " tokens"],
-    batch_size: int,
-    context_length: int,
-    device: torch.device | str,
-    generator: torch.Generator,
-) -> tuple[Int[torch.Tensor, "batch seq"], Int[torch.Tensor, "batch seq"]]:
-    """batch_size random windows of the data: inputs x and targets y = x shifted one token left, int64 on device.
-
-    Start offsets come from `generator` (a CPU torch.Generator), so the data order is reproducible
-    and independent of every other random stream.
-    """
-    if not isinstance(data, np.ndarray) or data.ndim != 1:
-        raise TypeError(f"data must be a 1-D numpy array (e.g. from load_tokens), got {type(data).__name__}")
-    if not np.issubdtype(data.dtype, np.integer):
-        raise TypeError(f"data must hold integer token ids, got dtype {data.dtype}")
-    check_int("batch_size", batch_size)
-    check_int("context_length", context_length)
-    if context_length + 1 > len(data):
-        raise ValueError(
-            f"context_length {context_length} needs {context_length + 1} tokens (inputs plus one target), "
-            f"but the data has only {len(data)}"
-        )
-    _check_cpu_generator(generator)
-    device = torch.device(device)
-    starts = torch.randint(0, len(data) - context_length, (batch_size,), generator=generator)
-    # One fancy index into the memmap copies just these windows (a few pages each) into RAM.
-    index = starts.numpy()[:, None] + np.arange(context_length + 1)
-    windows = torch.from_numpy(data[index].astype(np.int64))  # (batch, seq + 1)
-    x, y = windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
-    if device.type == "cuda":
-        # pin_memory() is itself a synchronous host copy into page-locked memory; from there the
-        # GPU's copy engine reads it directly and non_blocking=True lets the CPU go on. The copy
-        # overlaps the step only when issued a step early, on another stream: see Prefetcher.
-        return x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
-    return x.to(device), y.to(device)
 
 
 class Prefetcher:

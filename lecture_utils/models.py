@@ -1,4 +1,8 @@
-"""Weight initialization, a bias-free Linear layer, and the lecture's deep linear model (the Cruncher)."""
+"""The lecture's deep linear model (the Cruncher), built from the assignment's Linear, and its sizes.
+
+The layer is lecture_utils.nn_basics.Linear: weight (d_out, d_in), y = x W^T, N(0, 2 / (d_in + d_out))
+cut at 3 std. For the Cruncher's square D x D layers that std is 1/sqrt(D), the lecture's 1/sqrt(fan_in).
+"""
 
 from __future__ import annotations
 
@@ -8,25 +12,8 @@ import torch
 from jaxtyping import Float
 from torch import nn
 
-from lecture_utils.checks import check_dims, check_int, check_positive
-
-
-def scaled_init(
-    d_in: int, d_out: int, *, truncate: float | None = 3.0, generator: torch.Generator | None = None
-) -> Float[torch.Tensor, "d_in d_out"]:
-    """Weights for x @ w with std 1/sqrt(d_in), cut at +-`truncate` standard deviations (None: no cut).
-
-    torch.nn.init.trunc_normal_'s bounds a, b are absolute values, not multiples of std, so the
-    cut is applied to a standard normal before scaling; cutting N(0, 1/d_in) at +-3 would cut nothing.
-    """
-    check_dims(d_in=d_in, d_out=d_out)
-    w = torch.empty(d_in, d_out)
-    if truncate is None:
-        w.normal_(generator=generator)
-    else:
-        check_positive(truncate=truncate)
-        nn.init.trunc_normal_(w, std=1.0, a=-truncate, b=truncate, generator=generator)
-    return w / math.sqrt(d_in)
+from lecture_utils.checks import check_int, check_positive
+from lecture_utils.nn_basics import Linear
 
 
 def truncated_normal_std(cut: float) -> float:
@@ -36,28 +23,23 @@ def truncated_normal_std(cut: float) -> float:
     return math.sqrt(1 - 2 * cut * phi / math.erf(cut / math.sqrt(2)))
 
 
-class Linear(nn.Module):
-    """y = x @ w with w of shape (d_in, d_out), no bias; w from scaled_init so y keeps x's scale."""
-
-    def __init__(self, d_in: int, d_out: int, *, generator: torch.Generator | None = None) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(scaled_init(d_in, d_out, generator=generator))
-
-    def forward(self, x: Float[torch.Tensor, "... d_in"]) -> Float[torch.Tensor, "... d_out"]:
-        if x.shape[-1] != self.weight.shape[0]:
-            raise ValueError(f"expected inputs with last dimension {self.weight.shape[0]}, got shape {tuple(x.shape)}")
-        return x @ self.weight
-
-
 class Cruncher(nn.Module):
-    """num_layers D x D linear layers, then a D -> 1 head: a deep linear model that is all matmuls."""
+    """num_layers D x D linear layers, then a D -> 1 head: a deep linear model that is all matmuls.
+
+    The layers draw their weights from torch's global stream, as the assignment's Linear does; a
+    `generator` seeds a forked copy of that stream instead, so the init is reproducible and the
+    global stream is left where it was.
+    """
 
     def __init__(self, dim: int, num_layers: int, *, generator: torch.Generator | None = None) -> None:
         super().__init__()
         check_int("dim", dim)
         check_int("num_layers", num_layers, minimum=0)
-        self.layers = nn.ModuleList(Linear(dim, dim, generator=generator) for _ in range(num_layers))
-        self.head = Linear(dim, 1, generator=generator)
+        with torch.random.fork_rng(devices=[], enabled=generator is not None):
+            if generator is not None:
+                torch.manual_seed(int(torch.randint(2**62, (), generator=generator)))
+            self.layers = nn.ModuleList(Linear(dim, dim) for _ in range(num_layers))
+            self.head = Linear(dim, 1)
 
     def forward(self, x: Float[torch.Tensor, "batch dim"]) -> Float[torch.Tensor, " batch"]:
         for layer in self.layers:

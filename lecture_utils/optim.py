@@ -9,7 +9,7 @@ skips parameters without a gradient and checks the hyperparameters. Every class 
     AdaGrad   torch.optim.Adagrad(lr, eps, weight_decay, initial_accumulator_value)
     RMSProp   torch.optim.RMSprop(lr, alpha, eps, weight_decay)
     Adam      torch.optim.Adam(lr, betas, eps, weight_decay)
-    AdamW     torch.optim.AdamW(lr, betas, eps, weight_decay)
+    AdamW     torch.optim.AdamW(lr, betas, eps, weight_decay)   (the handout's AdamW: lecture_utils.adamw)
 
 State lives in `self.state[p]` as tensors shaped like the parameter, so state_dict() and
 load_state_dict() round-trip it. Step counters are Python ints: they cost no tensor memory,
@@ -124,8 +124,10 @@ class Momentum(_Optimizer):
 class AdaGrad(_Optimizer):
     """s <- s + g^2; p <- p - lr * g / (sqrt(s) + eps). One state tensor (the sum of squares).
 
-    eps sits outside the square root, as in torch.optim.Adagrad; the lecture's sketch writes
-    sqrt(s + eps). Both only guard against dividing by zero and differ once s is near eps.
+    eps = 1e-10 sits outside the square root, as in torch.optim.Adagrad, and only guards against
+    dividing by zero. The lecture's sketch writes sqrt(s + 1e-5): an eps inside the root and
+    100,000 times larger, which damps the steps of coordinates with tiny accumulated gradients
+    (notebook 06 separates the two effects).
     """
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, eps: float = 1e-10, weight_decay: float = 0.0,
@@ -188,22 +190,22 @@ class Adam(_Optimizer):
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay (Loshchilov & Hutter, 2019): p <- p (1 - lr wd) before the Adam step."""
+    """torch.optim.AdamW's algorithm (Loshchilov & Hutter, 2019), bit for bit: Adam with decoupled weight decay.
+
+    p <- p (1 - lr wd) before the Adam step, and eps added after the bias correction.
+    lecture_utils.adamw.AdamW is the assignment handout's version (eps before the bias
+    correction, the decay after the step); notebook 06 measures the difference.
+    """
 
     decoupled_weight_decay = True
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 1e-2) -> None:
+                 eps: float = 1e-8, weight_decay: float = 1e-2) -> None:  # torch.optim.AdamW's default decay
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
 
 
 OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
-    "sgd": SGD,
-    "momentum": Momentum,
-    "adagrad": AdaGrad,
-    "rmsprop": RMSProp,
-    "adam": Adam,
-    "adamw": AdamW,
+    c.__name__.lower(): c for c in (SGD, Momentum, AdaGrad, RMSProp, Adam, AdamW)
 }
 
 STATE_TENSORS_PER_PARAM: dict[str, int] = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}
@@ -213,22 +215,15 @@ def optimizer_state_bytes(optimizer: torch.optim.Optimizer) -> int:
     """Bytes of every tensor the optimizer keeps in its state (Python numbers count as 0)."""
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"expected a torch.optim.Optimizer, got {type(optimizer).__name__}")
-    return sum(
-        tensor_bytes(v)
-        for state in optimizer.state.values()
-        for v in state.values()
-        if isinstance(v, torch.Tensor)
-    )
+    tensors = (v for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor))
+    return sum(tensor_bytes(v) for v in tensors)
 
 
 def trajectories(
     optimizer: str | type[torch.optim.Optimizer],
     loss_fn: Callable[[Float[torch.Tensor, "... dim"]], Float[torch.Tensor, ...]],
     start: Sequence[float],
-    *,
-    steps: int,
-    lrs: Sequence[float],
-    **hyperparameters: Any,
+    *, steps: int, lrs: Sequence[float], **hyperparameters: Any,
 ) -> Float[torch.Tensor, "lr steps_plus_1 dim"]:
     """The points an optimizer visits minimizing `loss_fn` from `start`, once per learning rate.
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,12 +9,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from jaxtyping import Float, Int, Integer
+from jaxtyping import Int, Integer
 from torch import nn
 
+from lecture_utils.batching import get_batch
 from lecture_utils.checks import check_int, check_positive
-from lecture_utils.data import get_batch
+from lecture_utils.nn_basics import cross_entropy
+from lecture_utils.schedule import get_lr_cosine_schedule, gradient_clipping
 
 
 def init_weights_(model: nn.Module, generator: torch.Generator, *, std: float = 0.02) -> nn.Module:
@@ -63,34 +63,13 @@ def deterministic_algorithms(device: torch.device | str) -> Iterator[None]:
         torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = cudnn
 
 
-def lm_loss(
-    logits: Float[torch.Tensor, "batch seq vocab"], targets: Int[torch.Tensor, "batch seq"]
-) -> Float[torch.Tensor, ""]:
-    """Mean cross-entropy of next-token predictions, in nats per token."""
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
-
-
-def lr_at(step: int, *, max_lr: float, min_lr: float, warmup_steps: int, total_steps: int) -> float:
-    """Learning rate of 0-based `step`: linear warm-up to max_lr, cosine decay to min_lr at total_steps, then min_lr.
-
-    The rate is a pure function of the step, so a checkpoint needs only the step to resume it.
-    """
-    check_int("step", step, 0)
-    if not 0 <= min_lr <= max_lr:
-        raise ValueError(f"need 0 <= min_lr <= max_lr, got min_lr={min_lr}, max_lr={max_lr}")
-    if not 0 <= warmup_steps <= total_steps or total_steps < 1:
-        raise ValueError(f"need 0 <= warmup_steps <= total_steps and total_steps >= 1, got {warmup_steps}, {total_steps}")
-    if step < warmup_steps:
-        return max_lr * (step + 1) / warmup_steps
-    if step >= total_steps:
-        return min_lr
-    progress = (step - warmup_steps) / (total_steps - warmup_steps)
-    return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))
-
-
 @dataclass(frozen=True)
 class TrainConfig:
-    """Everything the loop needs besides model, optimizer and data; the schedule runs over total_steps."""
+    """Everything the loop needs besides model, optimizer and data; the schedule runs over total_steps.
+
+    The schedule is the assignment's get_lr_cosine_schedule with cosine_cycle_iters = total_steps:
+    rate 0 at step 0, the peak at step warmup_steps, max_lr * min_lr_ratio from total_steps on.
+    """
 
     max_lr: float
     total_steps: int
@@ -114,13 +93,9 @@ class TrainConfig:
             raise ValueError(f"warmup_steps must lie in [0, total_steps], got {self.warmup_steps}")
 
     def lr(self, step: int) -> float:
-        """The scheduled learning rate at `step`."""
-        return lr_at(
-            step,
-            max_lr=self.max_lr,
-            min_lr=self.max_lr * self.min_lr_ratio,
-            warmup_steps=self.warmup_steps,
-            total_steps=self.total_steps,
+        """The scheduled learning rate at 0-based `step`."""
+        return get_lr_cosine_schedule(
+            step, self.max_lr, self.max_lr * self.min_lr_ratio, self.warmup_steps, self.total_steps
         )
 
 
@@ -149,11 +124,11 @@ def train_step(
     for group in optimizer.param_groups:
         group["lr"] = lr
     model.train()
-    loss = lm_loss(model(x), y)
+    loss = cross_entropy(model(x), y)
     # None instead of zero tensors: saves a memset and lets backward write the gradient directly.
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    grad_norm = gradient_clipping(model.parameters(), max_grad_norm)
     optimizer.step()
     return loss.item(), grad_norm.item()
 
@@ -179,8 +154,8 @@ def evaluate(
     model.eval()
     generator = torch.Generator().manual_seed(seed)
     losses = [
-        lm_loss(model(x), y).item()
-        for x, y in (get_batch(data, batch_size, context_length, device, generator) for _ in range(batches))
+        cross_entropy(model(x), y).item()
+        for x, y in (get_batch(data, batch_size, context_length, device, generator=generator) for _ in range(batches))
     ]
     model.train(was_training)
     return sum(losses) / len(losses)
@@ -212,7 +187,7 @@ def train(
         raise ValueError(f"need 0 <= start_step <= stop_step, got {start_step} and {stop_step}")
     log = TrainLog() if log is None else log
     for step in range(start_step, stop_step):
-        x, y = get_batch(train_data, config.batch_size, config.context_length, device, data_generator)
+        x, y = get_batch(train_data, config.batch_size, config.context_length, device, generator=data_generator)
         loss, grad_norm = train_step(
             model, optimizer, x, y, lr=config.lr(step), max_grad_norm=config.max_grad_norm
         )

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from lecture_utils import checkpoint as ckpt
+from lecture_utils import checkpointing
 from lecture_utils.checkpoint import (
     atomic_save,
-    load_checkpoint,
+    load_full_checkpoint,
     rng_state,
-    save_checkpoint,
+    save_full_checkpoint,
     seed_everything,
     set_rng_state,
 )
@@ -102,7 +102,7 @@ def checkpoint_files(directory):
 
 def save_first_checkpoint(tmp_path):
     model, optimizer, generator = fresh("adamw", 0, 1)
-    path = save_checkpoint(tmp_path / "ckpt.pt", model=model, optimizer=optimizer, step=10, data_generator=generator)
+    path = save_full_checkpoint(tmp_path / "ckpt.pt", model=model, optimizer=optimizer, step=10, data_generator=generator)
     return path, path.read_bytes(), model
 
 
@@ -110,7 +110,7 @@ def assert_previous_checkpoint_intact(tmp_path, path, before, model):
     assert checkpoint_files(tmp_path) == ["ckpt.pt"]  # no temporary file left behind
     assert path.read_bytes() == before
     other, optimizer, generator = fresh("adamw", 9, 9)
-    assert load_checkpoint(path, model=other, optimizer=optimizer, data_generator=generator) == 10
+    assert load_full_checkpoint(path, model=other, optimizer=optimizer, data_generator=generator) == 10
     assert all(torch.equal(a, b) for a, b in zip(model.parameters(), other.parameters()))
 
 
@@ -130,10 +130,10 @@ def test_a_save_interrupted_after_writing_leaves_the_previous_checkpoint(tmp_pat
         written.extend(p.stat().st_size for p in tmp_path.iterdir() if p.name != "ckpt.pt")
         raise OSError(f"{failing} failed")
 
-    monkeypatch.setattr(ckpt.os, failing, fail)
+    monkeypatch.setattr(checkpointing.os, failing, fail)  # the one atomic save lives there
     model2, optimizer, generator = fresh("adamw", 3, 3)
     with pytest.raises(OSError, match=f"{failing} failed"):
-        save_checkpoint(path, model=model2, optimizer=optimizer, step=20, data_generator=generator)
+        save_full_checkpoint(path, model=model2, optimizer=optimizer, step=20, data_generator=generator)
     monkeypatch.undo()
     assert len(written) == 1 and written[0] > 0  # the new checkpoint was written in full, beside the old one
     assert_previous_checkpoint_intact(tmp_path, path, before, model)
@@ -156,24 +156,24 @@ def test_load_refuses_pickles_that_run_code(tmp_path):
     torch.save({"format_version": 1, "payload": RunsCode()}, tmp_path / "evil.pt")
     model, optimizer, generator = fresh("sgd", 0, 0)
     with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
-        load_checkpoint(tmp_path / "evil.pt", model=model, optimizer=optimizer, data_generator=generator)
+        load_full_checkpoint(tmp_path / "evil.pt", model=model, optimizer=optimizer, data_generator=generator)
 
 
 def test_load_rejects_a_file_that_is_not_a_checkpoint(tmp_path):
     torch.save({"weights": torch.zeros(3)}, tmp_path / "other.pt")
     model, optimizer, generator = fresh("sgd", 0, 0)
     with pytest.raises(ValueError, match="not a checkpoint"):
-        load_checkpoint(tmp_path / "other.pt", model=model, optimizer=optimizer, data_generator=generator)
+        load_full_checkpoint(tmp_path / "other.pt", model=model, optimizer=optimizer, data_generator=generator)
 
 
 def test_save_checkpoint_rejects_bad_arguments(tmp_path):
     model, optimizer, generator = fresh("sgd", 0, 0)
     with pytest.raises(ValueError, match="step"):
-        save_checkpoint(tmp_path / "c.pt", model=model, optimizer=optimizer, step=-1, data_generator=generator)
+        save_full_checkpoint(tmp_path / "c.pt", model=model, optimizer=optimizer, step=-1, data_generator=generator)
     with pytest.raises(TypeError, match="optimizer must be a torch.optim.Optimizer"):
-        save_checkpoint(tmp_path / "c.pt", model=model, optimizer=optimizer.state_dict(), step=1, data_generator=generator)
+        save_full_checkpoint(tmp_path / "c.pt", model=model, optimizer=optimizer.state_dict(), step=1, data_generator=generator)
     with pytest.raises(TypeError, match="model must be an nn.Module"):
-        load_checkpoint(tmp_path / "c.pt", model=model.state_dict(), optimizer=None, data_generator=None)
+        load_full_checkpoint(tmp_path / "c.pt", model=model.state_dict(), optimizer=None, data_generator=None)
     assert checkpoint_files(tmp_path) == []
 
 
@@ -186,11 +186,11 @@ def test_resume_is_bit_exact_for_every_optimizer(tmp_path, tokens, name):
     torch.manual_seed(0)
     model, optimizer, generator = fresh(name, 0, 1)
     first_log = run(model, optimizer, generator, tokens, name, 0, 4)
-    path = save_checkpoint(tmp_path / "ckpt.pt", model=model, optimizer=optimizer, step=4, data_generator=generator)
+    path = save_full_checkpoint(tmp_path / "ckpt.pt", model=model, optimizer=optimizer, step=4, data_generator=generator)
     del model, optimizer, generator
     torch.manual_seed(1234)  # the loaded state, not this, must decide what follows
     resumed, optimizer, generator = fresh(name, 99, 99)
-    step = load_checkpoint(path, model=resumed, optimizer=optimizer, data_generator=generator)
+    step = load_full_checkpoint(path, model=resumed, optimizer=optimizer, data_generator=generator)
     resumed_log = run(resumed, optimizer, generator, tokens, name, step, 8)
 
     assert step == 4
@@ -207,9 +207,9 @@ def test_resume_without_optimizer_or_rng_state_diverges(tmp_path, tokens, name, 
 
     model, optimizer, generator = fresh(name, 0, 1)
     run(model, optimizer, generator, tokens, name, 0, 4)
-    path = save_checkpoint(tmp_path / "ckpt.pt", model=model, optimizer=optimizer, step=4, data_generator=generator)
+    path = save_full_checkpoint(tmp_path / "ckpt.pt", model=model, optimizer=optimizer, step=4, data_generator=generator)
     resumed, optimizer, generator = fresh(name, 0, 1)
-    load_checkpoint(
+    load_full_checkpoint(
         path, model=resumed,
         optimizer=None if skip == "optimizer" else optimizer,
         data_generator=None if skip == "rng" else generator,
@@ -218,3 +218,14 @@ def test_resume_without_optimizer_or_rng_state_diverges(tmp_path, tokens, name, 
     same = all(torch.equal(a, b) for a, b in zip(straight.parameters(), resumed.parameters()))
     # Plain SGD keeps no state, so only for it does losing the optimizer state change nothing.
     assert same == (skip == "optimizer" and name == "sgd")
+
+
+def test_the_assignments_load_checkpoint_reads_a_full_checkpoint(tmp_path, tokens):
+    # The full format extends the assignment's: its loader restores model, optimizer and iteration.
+    model, optimizer, generator = fresh("adamw", 0, 1)
+    run(model, optimizer, generator, tokens, "adamw", 0, 3)
+    path = save_full_checkpoint(tmp_path / "ckpt.pt", model=model, optimizer=optimizer, step=3, data_generator=generator)
+    other, other_optimizer, _ = fresh("adamw", 9, 9)
+    assert checkpointing.load_checkpoint(path, other, other_optimizer) == 3
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), other.parameters()))
+    assert other_optimizer.state_dict()["state"][0]["step"] == 3

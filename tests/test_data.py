@@ -1,4 +1,7 @@
-"""Token files, memory maps, batches and the synthetic Markov corpus, checked against hand-computed values."""
+"""Token files, memory maps, the prefetcher and the synthetic Markov corpus, checked against hand-computed values.
+
+get_batch itself is lecture_utils.batching's, tested in tests/test_batching.py.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
+from lecture_utils.batching import get_batch
 from lecture_utils.data import (
     Prefetcher,
     entropy_rate,
-    get_batch,
     load_tokens,
     random_transition_matrix,
     sample_markov_chain,
@@ -77,84 +80,6 @@ def test_load_tokens_rejects_a_2d_file(tmp_path):
         load_tokens(tmp_path / "grid.npy")
 
 
-def test_batch_targets_are_inputs_shifted_by_one():
-    # Token i sits at position i, so every window's first token is its offset.
-    data = np.arange(500, dtype=np.uint16)
-    x, y = get_batch(data, 8, 16, "cpu", torch.Generator().manual_seed(0))
-    assert x.shape == y.shape == (8, 16)
-    assert x.dtype == y.dtype == torch.int64 and x.device.type == "cpu"
-    offsets = x[:, :1]
-    torch.testing.assert_close(x, offsets + torch.arange(16))
-    torch.testing.assert_close(y, x + 1)
-
-
-def test_every_offset_can_be_drawn_including_the_last():
-    data = np.arange(20, dtype=np.uint16)
-    x, y = get_batch(data, 2_000, 5, "cpu", torch.Generator().manual_seed(1))
-    assert set(x[:, 0].tolist()) == set(range(20 - 5))  # the last window ends on the last token
-    assert y.max().item() == 19
-
-
-def test_batches_follow_their_own_generator_only():
-    data = np.arange(10_000, dtype=np.uint16)
-    torch.manual_seed(0)
-    first = get_batch(data, 4, 8, "cpu", torch.Generator().manual_seed(7))
-    torch.manual_seed(99)  # the global stream must not matter
-    again = get_batch(data, 4, 8, "cpu", torch.Generator().manual_seed(7))
-    other = get_batch(data, 4, 8, "cpu", torch.Generator().manual_seed(8))
-    assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
-    assert not torch.equal(first[0], other[0])
-
-
-def test_get_batch_reads_from_a_memmap(tmp_path):
-    data = load_tokens(save_tokens(tmp_path / "t.npy", np.arange(300) % 256, vocab_size=256))
-    x, y = get_batch(data, 3, 10, "cpu", torch.Generator().manual_seed(2))
-    expected = torch.from_numpy(np.asarray(data, dtype=np.int64))
-    for row_x, row_y in zip(x, y):
-        start = int(np.flatnonzero(np.asarray(data) == row_x[0].item())[0])
-        torch.testing.assert_close(row_x, expected[start : start + 10])
-        torch.testing.assert_close(row_y, expected[start + 1 : start + 11])
-
-
-def test_get_batch_rejects_a_context_longer_than_the_data():
-    data = np.arange(10, dtype=np.uint16)
-    get_batch(data, 1, 9, "cpu", torch.Generator())  # 9 inputs + 1 target = all 10 tokens
-    with pytest.raises(ValueError, match="context_length 10 needs 11 tokens.*only 10"):
-        get_batch(data, 1, 10, "cpu", torch.Generator())
-
-
-def test_get_batch_rejects_non_integer_tokens():
-    with pytest.raises(TypeError, match="integer token ids, got dtype float32"):
-        get_batch(np.zeros(100, dtype=np.float32), 2, 4, "cpu", torch.Generator())
-
-
-@pytest.mark.parametrize("batch_size", [0, -1])
-def test_get_batch_rejects_an_empty_batch(batch_size):
-    with pytest.raises(ValueError, match="batch_size must be positive"):
-        get_batch(np.arange(100, dtype=np.uint16), batch_size, 4, "cpu", torch.Generator())
-
-
-def test_get_batch_rejects_other_bad_arguments():
-    data = np.arange(100, dtype=np.uint16)
-    with pytest.raises(TypeError, match="batch_size must be an int"):
-        get_batch(data, 2.0, 4, "cpu", torch.Generator())
-    with pytest.raises(ValueError, match="context_length must be positive"):
-        get_batch(data, 2, 0, "cpu", torch.Generator())
-    with pytest.raises(TypeError, match="torch.Generator"):
-        get_batch(data, 2, 4, "cpu", np.random.default_rng(0))
-    with pytest.raises(TypeError, match="1-D numpy array"):
-        get_batch(torch.arange(100), 2, 4, "cpu", torch.Generator())
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_get_batch_on_cuda_matches_the_cpu():
-    data = np.arange(1_000, dtype=np.uint16)
-    x_gpu, y_gpu = get_batch(data, 4, 8, "cuda", torch.Generator().manual_seed(3))
-    x_cpu, y_cpu = get_batch(data, 4, 8, "cpu", torch.Generator().manual_seed(3))
-    assert x_gpu.device.type == "cuda"
-    assert torch.equal(x_gpu.cpu(), x_cpu) and torch.equal(y_gpu.cpu(), y_cpu)
-
-
 def test_transition_matrix_rows_are_distributions():
     p = random_transition_matrix(16, generator=torch.Generator().manual_seed(0))
     assert p.shape == (16, 16) and (p >= 0).all()
@@ -208,8 +133,8 @@ def prefetch_threads() -> list[threading.Thread]:
 def test_prefetcher_yields_a_plain_loops_batches_and_stops_its_thread():
     data = np.arange(500, dtype=np.uint16)
     plain_gen, ahead_gen = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
-    plain = [get_batch(data, 3, 6, "cpu", plain_gen) for _ in range(7)]
-    with Prefetcher(lambda: get_batch(data, 3, 6, "cpu", ahead_gen), 7, "cpu") as batches:
+    plain = [get_batch(data, 3, 6, "cpu", generator=plain_gen) for _ in range(7)]
+    with Prefetcher(lambda: get_batch(data, 3, 6, "cpu", generator=ahead_gen), 7, "cpu") as batches:
         ahead = list(batches)
         assert len(prefetch_threads()) == 1
     assert len(ahead) == 7 and all(torch.equal(a, b) for pa, pb in zip(plain, ahead) for a, b in zip(pa, pb))
@@ -253,7 +178,7 @@ def test_prefetcher_passes_on_errors_and_rejects_misuse():
 def test_prefetcher_on_cuda_copies_on_a_side_stream():
     data = np.arange(1_000, dtype=np.uint16)
     cpu_gen, gpu_gen = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
-    with Prefetcher(lambda: get_batch(data, 4, 8, "cpu", gpu_gen), 3, "cuda") as batches:
+    with Prefetcher(lambda: get_batch(data, 4, 8, "cpu", generator=gpu_gen), 3, "cuda") as batches:
         for x, y in batches:
-            x_cpu, y_cpu = get_batch(data, 4, 8, "cpu", cpu_gen)
+            x_cpu, y_cpu = get_batch(data, 4, 8, "cpu", generator=cpu_gen)
             assert x.device.type == "cuda" and torch.equal(x.cpu(), x_cpu) and torch.equal(y.cpu(), y_cpu)

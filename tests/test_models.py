@@ -1,4 +1,4 @@
-"""Initialization and the Cruncher against hand-computed values and independent references."""
+"""The truncated normal's std and the Cruncher against hand-computed values and independent references."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ import torch
 from lecture_utils.memory import saved_tensor_bytes
 from lecture_utils.models import (
     Cruncher,
-    Linear,
     cruncher_activation_numel,
     cruncher_num_parameters,
-    scaled_init,
     truncated_normal_std,
 )
+from lecture_utils.nn_basics import Linear
 
 
 def test_truncated_normal_std_matches_numerical_integration():
@@ -28,46 +27,24 @@ def test_truncated_normal_std_matches_numerical_integration():
         truncated_normal_std(0.0)
 
 
-def test_scaled_init_has_std_one_over_sqrt_fan_in():
-    w = scaled_init(1024, 512, truncate=None, generator=torch.Generator().manual_seed(0))
-    assert w.shape == (1024, 512)
-    assert abs(w.std().item() * math.sqrt(1024) - 1) < 0.01
-    assert (w.abs() * math.sqrt(1024)).max() > 4  # 512k untruncated draws: outliers beyond 4 std exist
+def test_cruncher_layers_are_the_assignments_linear_with_the_lectures_std():
+    model = Cruncher(256, 3, generator=torch.Generator().manual_seed(0))
+    assert all(type(m) is Linear for m in [*model.layers, model.head])
+    assert model.head.weight.shape == (1, 256)  # (d_out, d_in), as nn.Linear stores it
+    weights = torch.cat([layer.weight.flatten() for layer in model.layers])
+    # Square layers: sqrt(2 / (D + D)) = 1 / sqrt(D), then cut at 3 std.
+    assert weights.abs().max() <= 3 / math.sqrt(256)
+    assert weights.std().item() * math.sqrt(256) == pytest.approx(truncated_normal_std(3.0), abs=0.005)
 
 
-def test_truncation_cuts_in_units_of_std_and_matches_the_closed_form():
-    w = scaled_init(1024, 512, truncate=2.0, generator=torch.Generator().manual_seed(0))
-    z = w * math.sqrt(1024)
-    assert z.abs().max() <= 2.0
-    assert abs(z.std().item() - truncated_normal_std(2.0)) < 0.005  # 0.7737, clearly below 1
-
-
-def test_scaled_init_is_reproducible_from_a_generator():
-    a = scaled_init(8, 3, generator=torch.Generator().manual_seed(5))
-    b = scaled_init(8, 3, generator=torch.Generator().manual_seed(5))
-    assert torch.equal(a, b)
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "error", "match"),
-    [
-        (dict(d_in=0, d_out=3), ValueError, "d_in must be positive"),
-        (dict(d_in=4, d_out=2.0), TypeError, "d_out must be an int"),
-        (dict(d_in=4, d_out=2, truncate=-3.0), ValueError, "truncate must be positive"),
-        (dict(d_in=4, d_out=2, truncate="3"), TypeError, "truncate must be a number"),
-    ],
-)
-def test_scaled_init_rejects_bad_input(kwargs, error, match):
-    with pytest.raises(error, match=match):
-        scaled_init(**kwargs)
-
-
-def test_linear_is_x_at_w_and_checks_the_width():
-    layer = Linear(5, 3, generator=torch.Generator().manual_seed(0))
-    x = torch.randn(2, 7, 5)
-    torch.testing.assert_close(layer(x), torch.einsum("b t i, i o -> b t o", x, layer.weight))
-    with pytest.raises(ValueError, match="last dimension 5"):
-        layer(torch.randn(2, 4))
+def test_cruncher_init_follows_its_generator_and_leaves_the_global_stream_alone():
+    before = torch.get_rng_state()
+    a = Cruncher(8, 2, generator=torch.Generator().manual_seed(5))
+    b = Cruncher(8, 2, generator=torch.Generator().manual_seed(5))
+    c = Cruncher(8, 2, generator=torch.Generator().manual_seed(6))
+    assert torch.equal(torch.get_rng_state(), before)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert not torch.equal(a.head.weight, c.head.weight)
 
 
 @pytest.mark.parametrize(("dim", "layers", "expected"), [(64, 2, 8256), (4, 2, 36), (10, 0, 10)])
@@ -81,7 +58,7 @@ def test_cruncher_forward_is_a_chain_of_matmuls():
     x = torch.randn(4, 6)
     by_hand = x
     for w in [layer.weight for layer in model.layers] + [model.head.weight]:
-        by_hand = by_hand @ w
+        by_hand = by_hand @ w.T  # each weight is (d_out, d_in)
     out = model(x)
     assert out.shape == (4,)
     torch.testing.assert_close(out, by_hand[:, 0])

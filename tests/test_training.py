@@ -1,4 +1,4 @@
-"""The schedule against torch's cosine scheduler, one step against hand-computed clipping, and the loop's log."""
+"""The config's schedule against torch's cosine scheduler, one step against hand-computed clipping, and the loop's log."""
 
 from __future__ import annotations
 
@@ -15,12 +15,11 @@ from lecture_utils.training import (
     deterministic_algorithms,
     evaluate,
     init_weights_,
-    lm_loss,
-    lr_at,
     train,
     train_step,
 )
 from lecture_utils.models import truncated_normal_std
+from lecture_utils.nn_basics import cross_entropy
 from lecture_utils.transformer import TinyLM, TransformerConfig
 
 VOCAB, CONTEXT = 16, 8
@@ -41,46 +40,25 @@ def tiny_model(seed: int = 0) -> TinyLM:
     return init_weights_(TinyLM(MODEL), torch.Generator().manual_seed(seed))
 
 
-def test_lr_at_hand_computed_points():
-    kw = dict(max_lr=1.0, min_lr=0.1, warmup_steps=4, total_steps=14)
-    assert [lr_at(s, **kw) for s in range(4)] == [0.25, 0.5, 0.75, 1.0]
-    assert lr_at(4, **kw) == 1.0  # the cosine starts at the peak
-    assert lr_at(9, **kw) == pytest.approx(0.55)  # halfway down: (max + min) / 2
-    assert lr_at(14, **kw) == pytest.approx(0.1)
-    assert lr_at(1_000, **kw) == 0.1
+def test_config_lr_is_the_assignments_schedule_at_hand_computed_points():
+    config = TrainConfig(max_lr=1.0, total_steps=14, warmup_steps=4, min_lr_ratio=0.1)
+    assert [config.lr(s) for s in range(5)] == [0.0, 0.25, 0.5, 0.75, 1.0]  # t / T_w, the peak at T_w
+    assert config.lr(9) == pytest.approx(0.55)  # halfway down: (max + min) / 2
+    assert config.lr(14) == pytest.approx(0.1)
+    assert config.lr(1_000) == 0.1
+    with pytest.raises(ValueError, match="it cannot be negative"):
+        config.lr(-1)
 
 
-def test_lr_at_decay_matches_torch_cosine_annealing():
-    max_lr, min_lr, warmup, total = 3e-3, 3e-4, 10, 60
+def test_config_lr_decay_matches_torch_cosine_annealing():
+    config = TrainConfig(max_lr=3e-3, total_steps=60, warmup_steps=10, min_lr_ratio=0.1)
     param = nn.Parameter(torch.zeros(1))
-    optimizer = torch.optim.SGD([param], lr=max_lr)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total - warmup, eta_min=min_lr)
-    for step in range(warmup, total + 1):
-        theirs = scheduler.get_last_lr()[0]
-        ours = lr_at(step, max_lr=max_lr, min_lr=min_lr, warmup_steps=warmup, total_steps=total)
-        assert ours == pytest.approx(theirs, rel=1e-9, abs=1e-15)
+    optimizer = torch.optim.SGD([param], lr=config.max_lr)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=60 - 10, eta_min=3e-4)
+    for step in range(10, 60 + 1):
+        assert config.lr(step) == pytest.approx(scheduler.get_last_lr()[0], rel=1e-9, abs=1e-15)
         optimizer.step()
         scheduler.step()
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        (dict(step=-1), "step"),
-        (dict(min_lr=2.0), "min_lr"),
-        (dict(warmup_steps=20), "warmup_steps"),
-        (dict(total_steps=0, warmup_steps=0), "total_steps"),
-    ],
-)
-def test_lr_at_rejects_bad_arguments(kwargs, message):
-    args = dict(step=0, max_lr=1.0, min_lr=0.1, warmup_steps=5, total_steps=10) | kwargs
-    with pytest.raises(ValueError, match=message):
-        lr_at(**args)
-
-
-def test_lr_at_rejects_a_fractional_step():
-    with pytest.raises(TypeError, match="step must be an int"):
-        lr_at(1.5, max_lr=1.0, min_lr=0.1, warmup_steps=5, total_steps=10)
 
 
 def test_train_config_rejects_bad_values():
@@ -130,7 +108,7 @@ def test_train_step_clips_then_applies_the_scheduled_lr(corpus):
     x = torch.randint(0, VOCAB, (4, CONTEXT), generator=torch.Generator().manual_seed(0))
     y = torch.randint(0, VOCAB, (4, CONTEXT), generator=torch.Generator().manual_seed(1))
 
-    lm_loss(reference(x), y).backward()
+    cross_entropy(reference(x), y).backward()
     grads = [p.grad for p in reference.parameters()]
     norm = torch.linalg.vector_norm(torch.cat([g.flatten() for g in grads])).item()
     max_norm = norm / 4  # force clipping
@@ -138,7 +116,7 @@ def test_train_step_clips_then_applies_the_scheduled_lr(corpus):
     loss, reported = train_step(model, optimizer, x, y, lr=0.5, max_grad_norm=max_norm)
     assert reported == pytest.approx(norm, rel=1e-5)
     assert optimizer.param_groups[0]["lr"] == 0.5
-    assert loss == pytest.approx(lm_loss(reference(x), y).item())
+    assert loss == pytest.approx(cross_entropy(reference(x), y).item())
     for new, old, g in zip(model.parameters(), reference.parameters(), grads):
         torch.testing.assert_close(new, old - 0.5 * g * (max_norm / norm), rtol=1e-4, atol=1e-6)
     clipped = torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in model.parameters()]))
@@ -165,7 +143,7 @@ def test_train_logs_the_schedule_the_optimizer_really_used(corpus):
                 data_generator=torch.Generator().manual_seed(0), eval_data=eval_data)
     assert log.step == list(range(30))
     assert log.lr == [config.lr(s) for s in range(30)]
-    assert log.lr[4] == 1e-2 and log.lr[-1] < 2e-3
+    assert log.lr[0] == 0.0 and log.lr[5] == pytest.approx(1e-2) and log.lr[-1] < 2e-3  # 0 at step 0, the peak at warmup_steps
     assert log.eval_step == [10, 20, 30]
     assert len(log.train_loss) == len(log.grad_norm) == 30 and len(log.eval_loss) == 3
 
