@@ -45,8 +45,9 @@ def free_port() -> int:
 def running_lab(*extra_args: str, startup_s: float = 90) -> Iterator[Lab]:
     """A JupyterLab server from lab/jupyter_lab_config.py; stopped, kernels included, on exit.
 
-    Jupyter's per-user state (runtime files, workspaces, user settings, IPython profile) goes to a
-    temporary directory, so the test touches neither the checkout nor the user's home.
+    Jupyter's per-user state (runtime files, workspaces, user settings, IPython profile) and the
+    checkpoints JupyterLab makes when it opens a notebook go to a temporary directory, so the test
+    touches neither the checkout nor the user's home.
     """
     lab = Lab(f"http://127.0.0.1:{free_port()}", secrets.token_hex(16))
     with tempfile.TemporaryDirectory(prefix="lab-test-") as state:
@@ -60,7 +61,7 @@ def running_lab(*extra_args: str, startup_s: float = 90) -> Iterator[Lab]:
         }
         command = [sys.executable, "-m", "jupyterlab", f"--config={CONFIG}", "--no-browser",
                    f"--ServerApp.port={lab.url.rsplit(':', 1)[1]}", f"--IdentityProvider.token={lab.token}",
-                   *extra_args]
+                   f"--FileCheckpoints.checkpoint_dir={state}/checkpoints", *extra_args]
         with open(f"{state}/server.log", "wb") as log:
             server = subprocess.Popen(command, cwd=state, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
