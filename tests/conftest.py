@@ -1,3 +1,4 @@
+import contextlib
 import os
 import tempfile
 
@@ -22,10 +23,25 @@ def pytest_sessionfinish(session, exitstatus):
     _compile_cache.cleanup()
 
 
+@contextlib.contextmanager
+def _torch_threads(count: int):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.fixture
 def one_thread():
     """Run a test on one CPU thread: tiny models are fastest that way, and the machine may be shared."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with _torch_threads(1):
+        yield
+
+
+@pytest.fixture
+def two_threads():
+    """Run a test with a two-thread pool, e.g. to check that forked ranks still work after it was used."""
+    with _torch_threads(2):
+        yield

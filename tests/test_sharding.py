@@ -163,14 +163,6 @@ def test_no_file_is_left_behind(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.fixture
-def two_threads():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _matmul_threads(rank: int, world_size: int) -> int:
     torch.randn(256, 256) @ torch.randn(256, 256)
     return torch.get_num_threads()
