@@ -10,7 +10,8 @@ For every parameter theta with gradient g, at step t = 1, 2, ...:
 
 How this differs from torch.optim.AdamW (tests/test_adamw.py measures both):
   * eps: torch adds eps after bias correction, sqrt(v / (1 - b2^t)) + eps; the handout adds it
-    before, so its eps equals torch's eps * sqrt(1 - b2^t) (smaller in early steps).
+    before, so the handout with eps e matches torch with eps e / sqrt(1 - b2^t): a larger eps,
+    about 32x at step 1 with b2 = 0.999, the factor falling towards 1 as t grows.
   * order: torch decays theta before the Adam step, the handout after it; the results differ
     by lr * wd * (the Adam step), a second-order amount.
 With eps = 0 and wd = 0 the two are the same math, and this file does the same float operations

@@ -102,7 +102,9 @@ def benchmark_matmul(
     """Time an (n x n) @ (n x n) matmul in `dtype` on random normal inputs into a preallocated output.
 
     The result keeps the fastest trial: throughput is what the hardware can do, and on a machine
-    shared with other processes the fastest trial is the one they disturbed least.
+    shared with other processes the fastest trial is the one they disturbed least. A peak the
+    measurement beats (a low CPU estimate, or a datasheet row of another card or dtype) is dropped
+    with the reason, so the result has no MFU rather than one above 1.
     """
     check_int("n", n)
     if not isinstance(dtype, torch.dtype):
@@ -129,8 +131,12 @@ def benchmark_matmul(
             peak, why = None, str(err)
     flops = matmul_flops(a.shape, b.shape)
     achieved = flops / timing.min_s
-    if peak is not None and peak.estimate and achieved > peak.flops_per_s:
-        why = f"achieved {achieved:.3g} FLOP/s beats the estimate ({peak.source}), so it is too low for this CPU"
+    # A measurement above its peak is never reported as MFU > 1: the peak is what is wrong.
+    if peak is not None and achieved > peak.flops_per_s:
+        if peak.estimate:
+            why = f"achieved {achieved:.3g} FLOP/s beats the estimate ({peak.source}), so it is too low for this CPU"
+        else:
+            why = f"achieved {achieved:.3g} FLOP/s beats the {peak.source} ({peak.flops_per_s:.4g}): wrong card or row?"
         peak = None
     return MatmulResult(
         n=n, dtype=str(dtype).removeprefix("torch."), precision=precision, flops=flops, seconds=timing.min_s,

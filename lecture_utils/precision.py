@@ -105,11 +105,11 @@ RECIPES: dict[str, Recipe] = {
                "torch.autocast: the fp32 params are the master weights; bf16 copies exist only while the "
                "forward and backward run, so they count as activations"),
         Recipe("bf16 + fp32 master", {"params": _BF16, "grads": _BF16, "master": _FP32, **_ADAM_FP32},
-               "the standard recipe (2 + 2 + 12 in the ZeRO paper, Rajbhandari et al. 2020): a bf16 model, "
+               "the standard recipe (2 + 2 + 12 in the ZeRO paper, Rajbhandari et al., 2019): a bf16 model, "
                "an fp32 copy that the optimizer updates"),
         Recipe("bf16 + fp32 grads", {"params": _BF16, "grads": _FP32, "master": _FP32, **_ADAM_FP32},
                "each weight gradient goes straight into an fp32 buffer and no bf16 copy is kept "
-               "(Megatron-LM's main_grad; a post-accumulate-grad hook in notebook 08)"),
+               "(Megatron-LM's main_grad; built below with a post-accumulate-grad hook)"),
         Recipe("bf16 + fp32 grad accumulation",
                {"params": _BF16, "grads": _BF16, "grad_accum": _FP32, "master": _FP32, **_ADAM_FP32},
                "bf16 gradients kept while an fp32 buffer sums them over micro-batches"),

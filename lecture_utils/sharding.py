@@ -116,18 +116,42 @@ def check_model(model: nn.Module) -> list[nn.Parameter]:
     return params
 
 
-def zero1_partition(model: nn.Module, world_size: int) -> list[int]:
-    """Parameters (elements) whose optimizer state each rank owns under ZeroRedundancyOptimizer.
+def zero1_owned_tensors(model: nn.Module, world_size: int) -> list[list[int]]:
+    """Sizes (elements) of the parameter tensors each rank owns under ZeroRedundancyOptimizer.
 
     It hands out whole tensors, largest first, each to the rank owning the fewest elements so far
     (the first such rank on a tie), so shards are as even as whole tensors allow, and no more.
     """
     params = check_model(model)
     check_int("world_size", world_size)
-    owned = [0] * world_size
+    owned: list[list[int]] = [[] for _ in range(world_size)]
     for numel in sorted((p.numel() for p in params), reverse=True):
-        owned[owned.index(min(owned))] += numel
+        totals = [sum(sizes) for sizes in owned]
+        owned[totals.index(min(totals))].append(numel)
     return owned
+
+
+def zero1_partition(model: nn.Module, world_size: int) -> list[int]:
+    """Parameters (elements) whose optimizer state each rank owns under ZeroRedundancyOptimizer."""
+    return [sum(sizes) for sizes in zero1_owned_tensors(model, world_size)]
+
+
+def predicted_step_counter_bytes(model: nn.Module, approach: str, world_size: int, rank: int,
+                                 counter_bytes: int = 4) -> int:
+    """Bytes of Adam's per-tensor `step` scalars on `rank`: one per tensor this rank updates.
+
+    DDP and FSDP2 ranks update (a shard of) every tensor; a ZeroRedundancyOptimizer rank only the
+    whole tensors it owns, so with more ranks than tensors some ranks keep no counter at all.
+    """
+    params = check_model(model)
+    check_approach(approach)
+    check_int("world_size", world_size)
+    check_int("rank", rank, minimum=0)
+    if rank >= world_size:
+        raise ValueError(f"rank must be below world_size {world_size}, got {rank}")
+    if approach == "zero1":
+        return counter_bytes * len(zero1_owned_tensors(model, world_size)[rank])
+    return counter_bytes * len(params)
 
 
 def fsdp2_local_numel(shape: torch.Size, world_size: int, rank: int) -> int:

@@ -29,7 +29,14 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"`torch\.jit\.\w+` is deprecated", category=DeprecationWarning)
     from torch.distributed.optim import ZeroRedundancyOptimizer
 
-from lecture_utils.sharding import check_approach, make_batch, make_model, predicted_rank_bytes, predicted_traffic
+from lecture_utils.sharding import (
+    check_approach,
+    make_batch,
+    make_model,
+    predicted_rank_bytes,
+    predicted_step_counter_bytes,
+    predicted_traffic,
+)
 
 # The collectives the three engines call through the torch.distributed namespace.
 PATCHED = ("all_reduce", "broadcast", "all_gather_single", "reduce_scatter_single")
@@ -171,6 +178,8 @@ def check_reports(reports: list[RankReport], steps: int = 3) -> None:
         measured = {"params": r.params, "grads": r.grads, "optim": r.optim}
         predicted = predicted_rank_bytes(model, r.approach, r.world_size, r.rank)
         assert measured == predicted, f"{r.approach} rank {r.rank}: measured {measured}, predicted {predicted}"
+        counters = predicted_step_counter_bytes(model, r.approach, r.world_size, r.rank)
+        assert r.step_counters == counters, f"{r.approach} rank {r.rank}: counters {r.step_counters} B != {counters}"
         traffic: dict[str, int] = {}
         for name, size in r.comm:
             traffic[name] = traffic.get(name, 0) + size

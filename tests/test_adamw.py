@@ -7,7 +7,7 @@ bias correction, and whether weight decay comes before or after the Adam step. S
     the same gradients;
   * zero gradients: the Adam step is exactly 0, the decay alone acts -> bit-exact;
   * one step with eps = 0: the decay order shows as exactly lr^2 wd sign(g);
-  * one step with wd = 0: the handout's eps is torch's eps * sqrt(1 - b2).
+  * one step with wd = 0: the handout with eps e matches torch with eps e / sqrt(1 - b2).
 """
 
 from __future__ import annotations

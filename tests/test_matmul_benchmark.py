@@ -55,6 +55,23 @@ def test_an_estimate_the_cpu_beats_is_dropped_not_reported_as_mfu_above_1(monkey
     assert result.mfu is None and "beats the estimate (estimate: far too low)" in result.peak_source
 
 
+def test_a_datasheet_peak_the_measurement_beats_is_dropped_with_the_reason(monkeypatch):
+    fake = Peak(1e3, "H100 SXM dense fp32, NVIDIA H100 Tensor Core GPU datasheet", False)
+    monkeypatch.setattr(bench, "peak_flops", lambda device, dtype: fake)
+    result = benchmark_matmul(32, torch.float32, "cpu", warmup=1, trials=2)
+    assert result.peak_flops_per_s is None and result.mfu is None and not result.peak_estimate
+    assert result.peak_source.endswith("beats the H100 SXM dense fp32, NVIDIA H100 Tensor Core GPU datasheet "
+                                       "(1000): wrong card or row?")
+    assert "none*" in format_results([result])  # the table shows it instead of raising on MFU > 1
+
+
+def test_a_datasheet_peak_the_measurement_stays_under_is_kept(monkeypatch):
+    fake = Peak(1e18, "Exa card dense fp32, made-up datasheet", False)
+    monkeypatch.setattr(bench, "peak_flops", lambda device, dtype: fake)
+    result = benchmark_matmul(32, torch.float32, "cpu", warmup=1, trials=2)
+    assert result.peak_flops_per_s == 1e18 and result.peak_source == fake.source and 0 < result.mfu < 1e-3
+
+
 def test_a_result_above_a_datasheet_peak_is_an_error():
     assert H100_BF16.mfu == pytest.approx(0.8034, abs=1e-4)
     with pytest.raises(ValueError, match="MFU 1.61 > 1"):

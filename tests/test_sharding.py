@@ -26,8 +26,10 @@ from lecture_utils.sharding import (
     per_gpu_bytes,
     plot_bytes_per_gpu,
     predicted_rank_bytes,
+    predicted_step_counter_bytes,
     predicted_traffic,
     ring_bytes_sent,
+    zero1_owned_tensors,
     zero1_partition,
 )
 from lecture_utils.sharding_launch import RankError, main, parse_args, run_ranks
@@ -71,6 +73,20 @@ def test_zero1_partition_is_greedy_on_whole_tensors():
     # Sizes 4096, 2048, 1024, 64, 64, 16: the largest alone on rank 0, all the rest on rank 1.
     assert zero1_partition(make_model(), 2) == [4096, 2048 + 1024 + 64 + 64 + 16]
     assert zero1_partition(make_model(), 8) == [4096, 2048, 1024, 64, 64, 16, 0, 0]
+    assert zero1_owned_tensors(make_model(), 2) == [[4096], [2048, 1024, 64, 64, 16]]
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 8])
+def test_step_counters_follow_the_tensors_each_rank_updates(world_size):
+    model = make_model()  # six tensors
+    zero1 = [predicted_step_counter_bytes(model, "zero1", world_size, r) for r in range(world_size)]
+    assert sum(zero1) == 4 * 6  # each tensor has exactly one owner
+    assert zero1 == {1: [24], 2: [4, 20], 8: [4] * 6 + [0, 0]}[world_size]
+    for approach in ("ddp", "fsdp2"):
+        counters = [predicted_step_counter_bytes(model, approach, world_size, r) for r in range(world_size)]
+        assert counters == [24] * world_size
+    with pytest.raises(ValueError, match="rank must be below"):
+        predicted_step_counter_bytes(model, "ddp", world_size, world_size)
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 3, 5, 8])
