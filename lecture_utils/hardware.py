@@ -316,7 +316,8 @@ def cpu_peak_estimate(dtype: torch.dtype = torch.float32, *, threads: int | None
     lanes = lanes_per_512_bits[dtype] * bits // 512
     flops_per_cycle = lanes * 2 * 2  # an FMA is 2 FLOPs; assume 2 FMA units per core
     value = threads * mhz * 1e6 * flops_per_cycle
-    formula = (f"estimate: {threads} thread{'s' if threads != 1 else ''} x {mhz / 1000:.2f} GHz x {flops_per_cycle} FLOP/cycle "
+    thread_word = "thread" if threads == 1 else "threads"
+    formula = (f"estimate: {threads} {thread_word} x {mhz / 1000:.2f} GHz x {flops_per_cycle} FLOP/cycle "
                f"({isa}, {lanes} {str(dtype).removeprefix('torch.')} lanes x 2 FMA units x 2)")
     return Peak(value, formula, estimate=True)
 

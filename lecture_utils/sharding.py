@@ -136,6 +136,17 @@ def zero1_partition(model: nn.Module, world_size: int) -> list[int]:
     return [sum(sizes) for sizes in zero1_owned_tensors(model, world_size)]
 
 
+def _check_rank_question(model: nn.Module, approach: str, world_size: int, rank: int) -> list[nn.Parameter]:
+    """The model's parameters, once model, approach, world_size and rank make a valid question."""
+    params = check_model(model)
+    check_approach(approach)
+    check_int("world_size", world_size)
+    check_int("rank", rank, minimum=0)
+    if rank >= world_size:
+        raise ValueError(f"rank must be below world_size {world_size}, got {rank}")
+    return params
+
+
 def predicted_step_counter_bytes(model: nn.Module, approach: str, world_size: int, rank: int,
                                  counter_bytes: int = 4) -> int:
     """Bytes of Adam's per-tensor `step` scalars on `rank`: one per tensor this rank updates.
@@ -143,12 +154,7 @@ def predicted_step_counter_bytes(model: nn.Module, approach: str, world_size: in
     DDP and FSDP2 ranks update (a shard of) every tensor; a ZeroRedundancyOptimizer rank only the
     whole tensors it owns, so with more ranks than tensors some ranks keep no counter at all.
     """
-    params = check_model(model)
-    check_approach(approach)
-    check_int("world_size", world_size)
-    check_int("rank", rank, minimum=0)
-    if rank >= world_size:
-        raise ValueError(f"rank must be below world_size {world_size}, got {rank}")
+    params = _check_rank_question(model, approach, world_size, rank)
     if approach == "zero1":
         return counter_bytes * len(zero1_owned_tensors(model, world_size)[rank])
     return counter_bytes * len(params)
@@ -164,12 +170,7 @@ def fsdp2_local_numel(shape: torch.Size, world_size: int, rank: int) -> int:
 def predicted_rank_bytes(model: nn.Module, approach: str, world_size: int, rank: int,
                          recipe: tuple[int, int, int] = FP32_ADAMW) -> dict[str, int]:
     """Exact bytes of params, grads and optimizer state `rank` holds under one of PyTorch's engines."""
-    params = check_model(model)
-    check_approach(approach)
-    check_int("world_size", world_size)
-    check_int("rank", rank, minimum=0)
-    if rank >= world_size:
-        raise ValueError(f"rank must be below world_size {world_size}, got {rank}")
+    params = _check_rank_question(model, approach, world_size, rank)
     p, g, k = recipe
     total = sum(t.numel() for t in params)
     if approach == "ddp":

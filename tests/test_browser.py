@@ -3,8 +3,9 @@
 Asserts, per notebook: opening it does not mark it modified; Run All executes every code cell
 with no error output except in cells tagged raises-exception, and nothing on stderr; every image
 loads; every figure's text is displayed at least as large as the notebook's body text on a
-laptop screen at 100% zoom and on a 1080p projector at 150% zoom. Records each notebook's Run All time, and saves one screenshot per
-notebook at 150% zoom into a temporary directory whose path it prints.
+laptop screen at 100% zoom and on a 1080p projector at 150% zoom. Records each notebook's Run
+All time, and saves one screenshot per notebook at 150% zoom into a temporary directory whose
+path it prints.
 
 Needs Debian's chromium and chromium-driver (`make browser`). Without them the test is
 skipped, unless REQUIRE_BROWSER_TEST=1 (set by .ci/run), where it fails instead.

@@ -52,7 +52,9 @@ def test_every_registered_figure_is_legible_on_a_projector(name):
         plt.close(fig)
 
 
-SMALL_FONT = re.compile(r"\b(?:fontsize|labelsize|titlesize)\s*=\s*(?:(\d+(?:\.\d+)?)|[\"'](?:x-small|xx-small|small)[\"'])")
+SMALL_FONT = re.compile(
+    r"\b(?:fontsize|labelsize|titlesize)\s*=\s*(?:(\d+(?:\.\d+)?)|[\"'](?:x-small|xx-small|small)[\"'])"
+)
 WIDE_GRID = re.compile(r"subplots\((?:\s*\d+\s*,\s*|[^)]*\bncols\s*=\s*)([3-9]|\d\d)\b")
 
 
