@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 import torch
@@ -38,3 +40,20 @@ def device_name(device: torch.device | str) -> str:
     if device.type == "cpu":
         return "cpu"
     raise ValueError(f"unsupported device type {device.type!r}; expected 'cpu' or 'cuda'")
+
+
+@contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """Run the block with `count` CPU threads (None: as they are), then restore torch's setting.
+
+    Tiny ops are fastest on one thread (OpenMP's per-op fork and barrier cost more than the
+    arithmetic), and a benchmark on a shared machine is steadier on a fixed count.
+    """
+    if count is not None and (not isinstance(count, int) or count < 1):
+        raise ValueError(f"thread count must be a positive int or None, got {count!r}")
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count or previous)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

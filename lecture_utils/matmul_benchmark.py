@@ -23,7 +23,7 @@ import torch
 from matplotlib.figure import Figure
 
 from lecture_utils.checks import check_int
-from lecture_utils.device import device_name, pick_device, sized
+from lecture_utils.device import device_name, pick_device, sized, torch_threads
 from lecture_utils.flops import arithmetic_intensity, matmul_bytes, matmul_flops, mfu
 from lecture_utils.hardware import matmul_precision, peak_flops
 from lecture_utils.plotting import COLORS
@@ -170,16 +170,12 @@ def run_benchmark(
         raise ValueError(f"unknown case(s) {unknown}; expected labels from {list(CASES)}")
     if not sizes:
         raise ValueError("no sizes to benchmark; pass at least one matrix size")
-    previous = torch.get_num_threads()
-    torch.set_num_threads(num_threads or previous)
-    try:
+    with torch_threads(num_threads):
         return [
             benchmark_matmul(n, CASES[case][0], device, float32_precision=CASES[case][1],
                              warmup=warmup, trials=trials, min_trial_s=min_trial_s)
             for case in cases for n in sizes
         ]
-    finally:
-        torch.set_num_threads(previous)
 
 
 def copy_bandwidth(device: torch.device | str, numel: int, *, trials: int = 5) -> float:

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from torch import nn
 
 from lecture_utils.checks import check_dims, check_int, check_positive
+from lecture_utils.device import torch_threads
 from lecture_utils.memory import dtype_bytes, tensor_bytes
 from lecture_utils.plotting import COLORS
 
@@ -229,13 +230,8 @@ def train_regression(
     check_positive(lr=lr)
     # The ops here are tiny: on a CPU, OpenMP's fork and barrier per op cost more than the arithmetic
     # (a 512 x 32 bf16 matmul takes milliseconds on two busy cores, microseconds on one).
-    threads = torch.get_num_threads()
-    if x.device.type == "cpu":
-        torch.set_num_threads(1)
-    try:
+    with torch_threads(1 if x.device.type == "cpu" else None):
         return _train(x, y, recipe, steps, lr)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _train(x: torch.Tensor, y: torch.Tensor, recipe: str, steps: int, lr: float) -> RegressionRun:

@@ -11,7 +11,7 @@ import torch
 from torch.utils.benchmark import Timer
 
 from lecture_utils.checks import check_int
-from lecture_utils.device import synchronize
+from lecture_utils.device import synchronize, torch_threads
 
 
 @dataclass(frozen=True)
@@ -96,14 +96,10 @@ def compare_with_timer(
     check_int("rounds", rounds, 1)
     check_int("calls", calls, 1)
     timer = Timer("fn()", globals={"fn": fn}, num_threads=num_threads)
-    previous = torch.get_num_threads()
-    torch.set_num_threads(num_threads)
-    try:
-        ours, theirs = [], []
+    ours, theirs = [], []
+    with torch_threads(num_threads):
         for _ in range(rounds):
             # One block of `calls` calls, timed as a whole, exactly like Timer.timeit(calls).
             ours.append(time_fn(lambda: [fn() for _ in range(calls)], device, warmup=1, trials=1).min_s / calls)
             theirs.append(timer.timeit(calls).median)
-    finally:
-        torch.set_num_threads(previous)
     return min(ours), min(theirs)

@@ -1,4 +1,3 @@
-import contextlib
 import os
 import tempfile
 
@@ -10,7 +9,8 @@ import pytest
 if os.environ.get("LECTURE_TEST_CUDA") != "1":
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
-import torch  # noqa: E402 (after CUDA is hidden, so torch never sees the GPU here)
+# Imported after CUDA is hidden, so torch never sees the GPU in this process.
+from lecture_utils.device import torch_threads  # noqa: E402
 
 # torch makes a compile cache (/tmp/torchinductor_<user>) the first time FlopCounterMode, DDP or
 # torch.compile runs. Keep it in a directory of this test run, which nbval's kernels and the lab
@@ -23,25 +23,15 @@ def pytest_sessionfinish(session, exitstatus):
     _compile_cache.cleanup()
 
 
-@contextlib.contextmanager
-def _torch_threads(count: int):
-    threads = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 @pytest.fixture
 def one_thread():
     """Run a test on one CPU thread: tiny models are fastest that way, and the machine may be shared."""
-    with _torch_threads(1):
+    with torch_threads(1):
         yield
 
 
 @pytest.fixture
 def two_threads():
     """Run a test with a two-thread pool, e.g. to check that forked ranks still work after it was used."""
-    with _torch_threads(2):
+    with torch_threads(2):
         yield

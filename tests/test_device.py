@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from lecture_utils.device import device_name, pick_device, sized, synchronize
+from lecture_utils.device import device_name, pick_device, sized, synchronize, torch_threads
 
 
 def test_pick_device_matches_what_torch_sees():
@@ -21,3 +21,18 @@ def test_synchronize_and_name_on_cpu():
     assert device_name("cpu") == "cpu"
     with pytest.raises(ValueError, match="unsupported device type"):
         device_name("meta")
+
+
+def test_torch_threads_sets_the_count_and_restores_it_even_after_an_error():
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError, match="inside"):
+        with torch_threads(1):
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("inside")
+    assert torch.get_num_threads() == before
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
+    for bad in (0, -2, 1.5):
+        with pytest.raises(ValueError, match="positive int"):
+            with torch_threads(bad):
+                pass
