@@ -1,1 +1,19 @@
-"""Helpers shared by the CS336 Lecture 2 notebooks: one topic a module."""
+"""Helpers shared by the CS336 Lecture 2 notebooks: one topic a module.
+
+Every annotation in the package is enforced. Importing the package installs jaxtyping's import
+hook, which decorates each function and dataclass of every `lecture_utils` module with
+`jaxtyped(typechecker=typechecker)`: beartype checks each argument and return value against its
+annotation, and jaxtyping checks that named axes ("batch seq") agree across all of them. So a
+wrong type, a wrong shape or a value outside an annotated range (lecture_utils.checks) fails at
+the call, with the parameter's name. Notebook 03 shows the same checks on one function.
+"""
+
+from beartype import BeartypeConf, beartype
+from jaxtyping import install_import_hook
+
+# PEP 484's numeric tower: an int is accepted where a float is annotated (a count of 70e9 FLOPs
+# and one of 70_000_000_000 are the same number).
+typechecker = beartype(conf=BeartypeConf(is_pep484_tower=True))
+
+# Before any submodule is imported: the hook only rewrites modules imported after it.
+install_import_hook(__name__, "lecture_utils.typechecker")

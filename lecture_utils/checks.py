@@ -1,7 +1,22 @@
-"""Input checks shared by the helpers, so every bad argument gets the same kind of clear message."""
+"""Value rules that a type alone cannot state: a size is positive, an MFU is a fraction of peak.
 
-from __future__ import annotations
+Annotate a parameter with one of these and the package's import hook (lecture_utils/__init__.py)
+checks it at every call, naming the parameter and the rule it broke. A helper raises by hand only
+where the message teaches something the rule cannot say (an MFU above 1, an unknown GPU).
+"""
 
+import math
+from typing import Annotated
+
+from beartype.vale import Is
+
+PositiveInt = Annotated[int, Is[lambda n: n > 0]]
+NonNegativeInt = Annotated[int, Is[lambda n: n >= 0]]
+PositiveFloat = Annotated[float, Is[lambda x: 0 < x < math.inf]]
+NonNegativeFloat = Annotated[float, Is[lambda x: 0 <= x < math.inf]]
+Fraction = Annotated[float, Is[lambda x: 0 < x <= 1]]  # a share of something, such as MFU of peak
+
+# TRANSITIONAL (issue 11): the old hand checks, removed once no module calls them.
 import math
 
 

@@ -22,6 +22,12 @@ import torch
 
 T = 1e12  # one TFLOP/s
 
+# PCIe 5.0 Base Specification: 32 GT/s per lane, 16 lanes, one bit per transfer, per direction.
+# The 128b/130b line code leaves about 63 GB/s of it for data; the H100 datasheet quotes
+# PCIe Gen5 as 128 GB/s, both directions together.
+PCIE_GEN5_X16_BYTES_PER_S = 32e9 * 16 / 8
+PCIE_SOURCE = "PCIe 5.0 spec: 32 GT/s x 16 lanes, per direction"
+
 PRECISIONS = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8")
 
 

@@ -18,15 +18,12 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import torch
-from matplotlib.figure import Figure
 
 from lecture_utils.checks import check_int
 from lecture_utils.device import device_name, pick_device, sized, torch_threads
-from lecture_utils.flops import arithmetic_intensity, matmul_bytes, matmul_flops, mfu
+from lecture_utils.flops import matmul_flops, mfu
 from lecture_utils.hardware import matmul_precision, peak_flops
-from lecture_utils.plotting import COLORS
 from lecture_utils.timing import time_fn
 
 # label -> (dtype, torch.set_float32_matmul_precision mode); the mode only matters for float32.
@@ -264,54 +261,6 @@ def describe_reference(path: str | Path) -> str:
               f"{meta['warmup']} warm-up calls, then the best of {meta['trials']} trials "
               f"of at least {meta['min_trial_s']} s each")
     return f"{header}\n{format_results(results)}"
-
-
-def _precision_color(precision: str) -> str:
-    """The plot colour of a datasheet row; TF32 has none in COLORS, so it gets its own."""
-    return COLORS.get(precision, "#9467bd")
-
-
-def plot_throughput(results: Sequence[MatmulResult], title: str) -> Figure:
-    """Achieved FLOP/s against matrix size, one line per datasheet row, with its peak as a dashed line."""
-    fig, ax = plt.subplots()
-    for precision in dict.fromkeys(r.precision for r in results):
-        rows = sorted((r for r in results if r.precision == precision), key=lambda r: r.n)
-        color = _precision_color(precision)
-        ax.plot([r.n for r in rows], [r.flops_per_s for r in rows], "o-", color=color, label=f"{precision} achieved")
-        peak = rows[-1].peak_flops_per_s
-        if peak is not None:
-            kind = "estimated peak" if rows[-1].peak_estimate else "datasheet dense peak"
-            ax.axhline(peak, color=color, linestyle="--", linewidth=1, label=f"{precision} {kind}")
-    ax.set_xscale("log", base=2)
-    ax.set(yscale="log", xlabel="matrix size n  (n x n @ n x n)", ylabel="FLOP/s", title=title)
-    ax.legend(fontsize=11)
-    return fig
-
-
-def plot_roofline(
-    results: Sequence[MatmulResult], bandwidth_bytes_per_s: float, bandwidth_label: str, title: str
-) -> Figure:
-    """Roofline: attainable FLOP/s = min(peak, intensity x bandwidth) per datasheet row, with the measured matmuls."""
-    fig, ax = plt.subplots()
-    intensities = {r: arithmetic_intensity(r.flops, matmul_bytes((r.n, r.n), (r.n, r.n), getattr(torch, r.dtype)))
-                   for r in results}
-    low, high = min(intensities.values()) / 4, max(intensities.values()) * 4
-    peaks = {r.precision: (r.peak_flops_per_s, r.peak_estimate) for r in results if r.peak_flops_per_s}
-    for precision, (peak, estimate) in peaks.items():
-        ridge = peak / bandwidth_bytes_per_s
-        xs = [low, min(max(ridge, low), high), high]
-        kind = "estimated" if estimate else "datasheet"
-        ax.plot(xs, [min(peak, x * bandwidth_bytes_per_s) for x in xs], color=_precision_color(precision),
-                linewidth=1.5, label=f"{precision} roof ({kind} peak, ridge {ridge:.0f} FLOP/B)")
-    for precision in dict.fromkeys(r.precision for r in results):
-        rows = [r for r in results if r.precision == precision]
-        ax.scatter([intensities[r] for r in rows], [r.flops_per_s for r in rows], color=_precision_color(precision),
-                   zorder=3, label=f"{precision} measured")
-    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte moved)",
-           ylabel="FLOP/s", title=f"{title}\nbandwidth: {bandwidth_label}")
-    ax.set_ylim(top=20 * max(r.flops_per_s for r in results))  # headroom, so the legend covers no point
-    ax.legend(fontsize=11, loc="upper left")
-    return fig
 
 
 def main(argv: Sequence[str] | None = None) -> int:

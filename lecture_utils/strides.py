@@ -10,13 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
 import torch
 from jaxtyping import Shaped
-from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 
-from lecture_utils.checks import check_dims, check_int
+from lecture_utils.checks import check_int
 from lecture_utils.memory import storage_bytes
 
 
@@ -76,54 +73,3 @@ def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     pointer = a.untyped_storage().data_ptr()
     # Every empty storage (and every meta tensor) reports pointer 0, yet none shares data with another.
     return a.device == b.device and pointer != 0 and pointer == b.untyped_storage().data_ptr()
-
-
-def _color(k: int, n: int) -> tuple[float, float, float, float]:
-    """Colour of storage element k of n, so a cell and its storage slot match in every panel."""
-    return plt.cm.viridis(0.15 + 0.8 * k / max(n - 1, 1))
-
-
-def _grid(ax: plt.Axes, x0: float, y0: float, rows: int, cols: int, stride: tuple[int, int], title: str) -> None:
-    """Draw a rows x cols tensor whose cell (i, j) shows storage[i*stride0 + j*stride1]."""
-    n = rows * cols
-    for i in range(rows):
-        for j in range(cols):
-            k = storage_index((i, j), stride)
-            ax.add_patch(Rectangle((x0 + j, y0 - i), 1, 1, facecolor=_color(k, n),
-                                   edgecolor="white", lw=2))
-            ax.text(x0 + j + 0.5, y0 - i + 0.5, str(k), ha="center", va="center", fontsize=14,
-                    color="white" if k < 0.6 * n else "black", fontweight="bold")
-        ax.text(x0 - 0.3, y0 - i + 0.5, str(i), ha="right", va="center", fontsize=11, color="#777777")
-    for j in range(cols):
-        ax.text(x0 + j + 0.5, y0 + 1.2, str(j), ha="center", va="bottom", fontsize=11, color="#777777")
-    ax.text(x0 + cols / 2, y0 + 1.9, title, ha="center", va="bottom", fontsize=12, family="monospace")
-    ax.text(x0 + cols / 2, y0 - rows + 0.6, f"row step +{stride[0]}, column step +{stride[1]}",
-            ha="center", va="top", fontsize=11)
-
-
-def draw_strides(rows: int = 3, cols: int = 4) -> Figure:
-    """One storage of rows x cols floats, read as a rows x cols tensor and through its transpose's strides."""
-    check_dims(rows=rows, cols=cols)
-    stride = contiguous_strides((rows, cols))
-    n = rows * cols
-    fig, ax = plt.subplots(figsize=(7, 5))
-    top = 5.0
-    ax.text(-0.3, top + 0.5, "storage", ha="right", va="center", fontsize=13, fontweight="bold")
-    for k in range(n):
-        ax.add_patch(Rectangle((k, top), 1, 1, facecolor=_color(k, n),
-                               edgecolor="white", lw=2))
-        ax.text(k + 0.5, top + 0.5, str(k), ha="center", va="center", fontsize=14,
-                color="white" if k < 0.6 * n else "black", fontweight="bold")
-    ax.text(n / 2, top + 1.3, f"{n} floats in one flat block: torch.arange({n}.)", ha="center", fontsize=12)
-    left = n / 2 - cols - 2.5
-    _grid(ax, left, 0.5, rows, cols, stride,
-          f"x = storage.view({rows}, {cols})\nshape ({rows}, {cols})\nstride {stride}")
-    _grid(ax, n / 2 + 2.0, 0.5, cols, rows, stride[::-1],
-          f"x.T: same storage\nshape ({cols}, {rows})\nstride {stride[::-1]}")
-    ax.text(n / 2, -cols + 0.2, "element (i, j) sits at\nstorage[offset + i x stride[0] + j x stride[1]]",
-            ha="center", va="top", fontsize=12, style="italic")
-    ax.set_xlim(-2.5, n + 1.5)
-    ax.set_ylim(-cols - 1.4, top + 1.8)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    return fig

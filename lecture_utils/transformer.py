@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -18,11 +18,9 @@ from jaxtyping import Float, Int, jaxtyped
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from lecture_utils.checks import check_dims, check_positive
+from lecture_utils.checks import check_dims
 from lecture_utils.flops import matmul_flops
 
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 Attention = Literal["einsum", "sdpa"]
 
@@ -255,52 +253,3 @@ def training_flops_per_token(n_params: int, n_layers: int, n_heads: int, head_di
 
 
 # --- figure -------------------------------------------------------------------------------------
-
-
-def draw_linear_layer_matmuls(batch: float = 2.0, d_in: float = 3.0, d_out: float = 1.5) -> Figure:
-    """The three matmuls of one linear layer y = x W: one forward, two backward, each 2 B D K FLOPs."""
-    check_positive(batch=batch, d_in=d_in, d_out=d_out)  # box sizes in drawing units, not tensor sizes
-    # pyplot takes about a second to import: load it for the figure only, not with the model code.
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-
-    from lecture_utils.plotting import COLORS
-
-    colors = {"activation": COLORS["fp32"], "weight": COLORS["bf16"], "grad": COLORS["fp16"]}
-    rows = [
-        ("forward:  y = x W", [("x", "B x D", batch, d_in, "activation"), ("W", "D x K", d_in, d_out, "weight"),
-                                ("y", "B x K", batch, d_out, "activation")]),
-        ("backward:  W.grad = x$^T$ y.grad", [("x$^T$", "D x B", d_in, batch, "activation"),
-                                             ("y.grad", "B x K", batch, d_out, "grad"),
-                                             ("W.grad", "D x K", d_in, d_out, "grad")]),
-        ("backward:  x.grad = y.grad W$^T$", [("y.grad", "B x K", batch, d_out, "grad"),
-                                             ("W$^T$", "K x D", d_out, d_in, "weight"),
-                                             ("x.grad", "B x D", batch, d_in, "grad")]),
-    ]
-    row_height = max(batch, d_in, d_out) + 1.6
-    fig, ax = plt.subplots(figsize=(7.0, 6.5))
-    lowest = 0.0
-    for i, (title, mats) in enumerate(rows):
-        top = -i * row_height
-        ax.text(0, top + 0.45, title, fontsize=12, fontweight="bold", va="bottom")
-        x = 0.0
-        for j, (name, shape, height, width, kind) in enumerate(mats):
-            ax.add_patch(Rectangle((x, top - height), width, height, facecolor=colors[kind], alpha=0.35,
-                                   edgecolor=colors[kind], linewidth=1.5))
-            lowest = min(lowest, top - height)
-            ax.text(x + width / 2, top - height / 2, f"{name}\n({shape})", ha="center", va="center", fontsize=12)
-            x += width
-            if j < 2:
-                ax.text(x + 0.35, top - 0.8, "@" if j == 0 else "=", ha="center", va="center", fontsize=14)
-                x += 0.7
-        note = "2 B D K FLOPs" + ("\n(skipped when x is the data)" if i == 2 else "")
-        ax.text(x + 0.6, top - 0.8, note, va="center", fontsize=11, color=COLORS["peak"])
-    for kind, color in colors.items():
-        ax.add_patch(Rectangle((0, 0), 0, 0, facecolor=color, alpha=0.35, edgecolor=color, label=kind))
-    ax.legend(loc="upper left", ncols=3, bbox_to_anchor=(0.0, 0.0))
-    ax.set_xlim(-0.2, 2 * d_in + d_out + batch + 5.0)
-    ax.set_ylim(lowest - 0.2, 1.2)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    ax.set_title("One linear layer: 2BDK forward + 4BDK backward = 6BDK", loc="left")
-    return fig

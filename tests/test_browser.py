@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from lab_server import ROOT, running_lab
 
-from lecture_utils.plotting import MIN_FONT_PT
+from lecture_utils.figures.style import MIN_FONT_PT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")

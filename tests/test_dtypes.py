@@ -6,16 +6,15 @@ import torch
 
 from lecture_utils.dtypes import (
     FORMATS,
-    PCIE_GEN5_X16_BYTES_PER_S,
-    draw_float_formats,
-    draw_float_spacing,
-    draw_host_to_gpu,
     float_bits,
     float_format,
     float_range,
     relative_spacing,
     ulp,
 )
+from lecture_utils.figures.floats import draw_float_formats, draw_float_spacing
+from lecture_utils.figures.memory import draw_host_to_gpu
+from lecture_utils.hardware import PCIE_GEN5_X16_BYTES_PER_S
 
 DTYPES = [f.dtype for f in FORMATS.values()]
 

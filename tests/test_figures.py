@@ -6,13 +6,19 @@ import nbformat
 import pytest
 from matplotlib.figure import Figure
 
-from lecture_utils.figures import FIGURES, draw_all, resolve
-from lecture_utils.plotting import MAX_WIDTH_IN, MIN_FONT_PT, save_figure, too_small_texts, use_style
+from lecture_utils.figures.images import IMAGES, draw_all
+from lecture_utils.figures.style import (
+    MAX_WIDTH_IN,
+    MIN_FONT_PT,
+    save_figure,
+    too_small_texts,
+    use_style,
+)
 
 
-@pytest.mark.parametrize("name", sorted(FIGURES))
-def test_every_registered_figure_draws(name):
-    fig = resolve(FIGURES[name])()
+@pytest.mark.parametrize("name", sorted(IMAGES))
+def test_every_image_draws(name):
+    fig = IMAGES[name]()
     assert isinstance(fig, Figure)
     assert fig.axes, f"{name} drew no axes"
     plt.close(fig)
@@ -20,7 +26,7 @@ def test_every_registered_figure_draws(name):
 
 def test_every_committed_image_has_a_generator():
     images = {p.stem for p in (Path(__file__).resolve().parent.parent / "images").glob("*.png")}
-    assert images <= set(FIGURES), f"images without a generator: {sorted(images - set(FIGURES))}"
+    assert images <= set(IMAGES), f"images without a generator: {sorted(images - set(IMAGES))}"
 
 
 def test_draw_all_writes_pngs_and_the_bytes_repeat(tmp_path):
@@ -31,7 +37,7 @@ def test_draw_all_writes_pngs_and_the_bytes_repeat(tmp_path):
 
 
 def test_bad_names_and_suffixes_are_rejected(tmp_path):
-    with pytest.raises(ValueError, match="unknown figure"):
+    with pytest.raises(ValueError, match="unknown image"):
         draw_all(tmp_path, ["no_such_figure"])
     fig = plt.figure()
     with pytest.raises(ValueError, match=".png"):
@@ -39,10 +45,10 @@ def test_bad_names_and_suffixes_are_rejected(tmp_path):
     plt.close(fig)
 
 
-@pytest.mark.parametrize("name", sorted(FIGURES))
-def test_every_registered_figure_is_legible_on_a_projector(name):
+@pytest.mark.parametrize("name", sorted(IMAGES))
+def test_every_image_is_legible_on_a_projector(name):
     use_style()
-    fig = resolve(FIGURES[name])()
+    fig = IMAGES[name]()
     try:
         assert fig.get_size_inches()[0] <= MAX_WIDTH_IN + 1e-9, f"{name} is wider than {MAX_WIDTH_IN} in"
         assert too_small_texts(fig) == [], f"{name} has text below {MIN_FONT_PT} pt"
@@ -61,7 +67,7 @@ WIDE_GRID = re.compile(r"subplots\((?:\s*\d+\s*,\s*|[^)]*\bncols\s*=\s*)([3-9]|\
 def figure_code() -> list[tuple[str, str]]:
     """(where, source) for every package module and notebook code cell, where figures are drawn."""
     root = Path(__file__).resolve().parent.parent
-    sources = [(p.name, p.read_text()) for p in sorted((root / "lecture_utils").glob("*.py"))]
+    sources = [(str(p.relative_to(root)), p.read_text()) for p in sorted((root / "lecture_utils").rglob("*.py"))]
     for path in sorted((root / "notebooks").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         sources += [(f"{path.name} cell {i}", c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
@@ -75,3 +81,10 @@ def test_no_figure_code_asks_for_small_text_or_three_panels_side_by_side():
                 f"{where}: {match.group(0)} is below the {MIN_FONT_PT} pt a projector needs")
         match = WIDE_GRID.search(source)
         assert match is None, f"{where}: {match.group(0)} puts more than two panels side by side"
+
+
+def test_only_the_figures_subpackage_draws():
+    root = Path(__file__).resolve().parent.parent / "lecture_utils"
+    drawing = [str(p.relative_to(root)) for p in sorted(root.rglob("*.py"))
+               if p.parent.name != "figures" and re.search(r"^\s*(import|from) matplotlib", p.read_text(), re.M)]
+    assert drawing == [], f"figure code outside lecture_utils/figures: {drawing}"

@@ -8,8 +8,8 @@ import torch
 import lecture_utils.matmul_benchmark as bench
 from lecture_utils.flops import matmul_flops
 from lecture_utils.hardware import Peak, cpu_peak_estimate
+from lecture_utils.figures.flops import plot_roofline, plot_throughput
 from lecture_utils.matmul_benchmark import (
-    MatmulResult,
     benchmark_matmul,
     cases_for,
     copy_bandwidth,
@@ -18,8 +18,7 @@ from lecture_utils.matmul_benchmark import (
     format_results,
     load_reference,
     main,
-    plot_roofline,
-    plot_throughput,
+    MatmulResult,
     reference_record,
     run_benchmark,
 )

@@ -3,7 +3,7 @@
 import matplotlib.pyplot as plt
 import pytest
 
-from lecture_utils.figures import draw_training_days
+from lecture_utils.figures.napkin import draw_training_days
 from lecture_utils.napkin import (
     SECONDS_PER_DAY,
     check_mfu,

@@ -8,17 +8,17 @@ import torch
 from torch import nn
 
 from lecture_utils.dtypes import ulp
-from lecture_utils.plotting import MAX_WIDTH_IN, STYLE, too_small_texts
+from lecture_utils.figures.style import MAX_WIDTH_IN, STYLE, too_small_texts
+from lecture_utils.figures.training import plot_training_runs
 from lecture_utils.precision import (
     RECIPES,
     TRAINING_RECIPES,
-    MasterWeights,
-    Recipe,
     autocast_dtypes,
     dequantize_fp8,
     fp8_matmul_available,
-    plot_training_runs,
+    MasterWeights,
     quantize_fp8,
+    Recipe,
     regression_data,
     scaled_fp8_matmul,
     train_regression,

@@ -16,7 +16,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from lecture_utils.plotting import MAX_WIDTH_IN, too_small_texts, use_style
+from lecture_utils.figures.style import MAX_WIDTH_IN, too_small_texts, use_style
+from lecture_utils.figures.training import plot_bytes_per_gpu
 from lecture_utils.sharding import (
     FP32_ADAMW,
     MIXED_ADAMW,
@@ -24,7 +25,6 @@ from lecture_utils.sharding import (
     largest_params,
     make_model,
     per_gpu_bytes,
-    plot_bytes_per_gpu,
     predicted_rank_bytes,
     predicted_step_counter_bytes,
     predicted_traffic,

@@ -4,9 +4,9 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
+from lecture_utils.figures.memory import draw_strides
 from lecture_utils.strides import (
     contiguous_strides,
-    draw_strides,
     element_via_storage,
     shares_storage,
     storage_elements,

@@ -14,20 +14,20 @@ from jaxtyping import TypeCheckError
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 from torch.utils.flop_counter import FlopCounterMode
 
+from lecture_utils.figures.flops import draw_linear_layer_matmuls
 from lecture_utils.transformer import (
-    TinyLM,
-    TransformerBlock,
-    TransformerConfig,
     attention_forward_flops,
     block_matmul_params,
     causal_attention,
-    draw_linear_layer_matmuls,
     forward_flops_per_token,
     matmul_params,
     merge_heads,
     parameter_groups,
     split_heads,
+    TinyLM,
     training_flops_per_token,
+    TransformerBlock,
+    TransformerConfig,
     two_layer_backward,
     two_layer_backward_flops,
     two_layer_forward,

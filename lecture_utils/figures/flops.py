@@ -1,0 +1,104 @@
+"""Figures of FLOPs: the three matmuls of a linear layer (notebook 05), matmul throughput and roofline (notebook 04)."""
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from lecture_utils.checks import check_positive
+from lecture_utils.figures.style import COLORS
+from lecture_utils.flops import arithmetic_intensity, matmul_bytes
+from lecture_utils.matmul_benchmark import MatmulResult
+
+
+def draw_linear_layer_matmuls(batch: float = 2.0, d_in: float = 3.0, d_out: float = 1.5) -> Figure:
+    """The three matmuls of one linear layer y = x W: one forward, two backward, each 2 B D K FLOPs."""
+    check_positive(batch=batch, d_in=d_in, d_out=d_out)  # box sizes in drawing units, not tensor sizes
+    colors = {"activation": COLORS["fp32"], "weight": COLORS["bf16"], "grad": COLORS["fp16"]}
+    rows = [
+        ("forward:  y = x W", [("x", "B x D", batch, d_in, "activation"), ("W", "D x K", d_in, d_out, "weight"),
+                                ("y", "B x K", batch, d_out, "activation")]),
+        ("backward:  W.grad = x$^T$ y.grad", [("x$^T$", "D x B", d_in, batch, "activation"),
+                                             ("y.grad", "B x K", batch, d_out, "grad"),
+                                             ("W.grad", "D x K", d_in, d_out, "grad")]),
+        ("backward:  x.grad = y.grad W$^T$", [("y.grad", "B x K", batch, d_out, "grad"),
+                                             ("W$^T$", "K x D", d_out, d_in, "weight"),
+                                             ("x.grad", "B x D", batch, d_in, "grad")]),
+    ]
+    row_height = max(batch, d_in, d_out) + 1.6
+    fig, ax = plt.subplots(figsize=(7.0, 6.5))
+    lowest = 0.0
+    for i, (title, mats) in enumerate(rows):
+        top = -i * row_height
+        ax.text(0, top + 0.45, title, fontsize=12, fontweight="bold", va="bottom")
+        x = 0.0
+        for j, (name, shape, height, width, kind) in enumerate(mats):
+            ax.add_patch(Rectangle((x, top - height), width, height, facecolor=colors[kind], alpha=0.35,
+                                   edgecolor=colors[kind], linewidth=1.5))
+            lowest = min(lowest, top - height)
+            ax.text(x + width / 2, top - height / 2, f"{name}\n({shape})", ha="center", va="center", fontsize=12)
+            x += width
+            if j < 2:
+                ax.text(x + 0.35, top - 0.8, "@" if j == 0 else "=", ha="center", va="center", fontsize=14)
+                x += 0.7
+        note = "2 B D K FLOPs" + ("\n(skipped when x is the data)" if i == 2 else "")
+        ax.text(x + 0.6, top - 0.8, note, va="center", fontsize=11, color=COLORS["peak"])
+    for kind, color in colors.items():
+        ax.add_patch(Rectangle((0, 0), 0, 0, facecolor=color, alpha=0.35, edgecolor=color, label=kind))
+    ax.legend(loc="upper left", ncols=3, bbox_to_anchor=(0.0, 0.0))
+    ax.set_xlim(-0.2, 2 * d_in + d_out + batch + 5.0)
+    ax.set_ylim(lowest - 0.2, 1.2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title("One linear layer: 2BDK forward + 4BDK backward = 6BDK", loc="left")
+    return fig
+
+
+def _precision_color(precision: str) -> str:
+    """The plot colour of a datasheet row; TF32 has none in COLORS, so it gets its own."""
+    return COLORS.get(precision, "#9467bd")
+
+
+def plot_throughput(results: Sequence[MatmulResult], title: str) -> Figure:
+    """Achieved FLOP/s against matrix size, one line per datasheet row, with its peak as a dashed line."""
+    fig, ax = plt.subplots()
+    for precision in dict.fromkeys(r.precision for r in results):
+        rows = sorted((r for r in results if r.precision == precision), key=lambda r: r.n)
+        color = _precision_color(precision)
+        ax.plot([r.n for r in rows], [r.flops_per_s for r in rows], "o-", color=color, label=f"{precision} achieved")
+        peak = rows[-1].peak_flops_per_s
+        if peak is not None:
+            kind = "estimated peak" if rows[-1].peak_estimate else "datasheet dense peak"
+            ax.axhline(peak, color=color, linestyle="--", linewidth=1, label=f"{precision} {kind}")
+    ax.set_xscale("log", base=2)
+    ax.set(yscale="log", xlabel="matrix size n  (n x n @ n x n)", ylabel="FLOP/s", title=title)
+    ax.legend(fontsize=11)
+    return fig
+
+
+def plot_roofline(
+    results: Sequence[MatmulResult], bandwidth_bytes_per_s: float, bandwidth_label: str, title: str
+) -> Figure:
+    """Roofline: attainable FLOP/s = min(peak, intensity x bandwidth) per datasheet row, with the measured matmuls."""
+    fig, ax = plt.subplots()
+    intensities = {r: arithmetic_intensity(r.flops, matmul_bytes((r.n, r.n), (r.n, r.n), getattr(torch, r.dtype)))
+                   for r in results}
+    low, high = min(intensities.values()) / 4, max(intensities.values()) * 4
+    peaks = {r.precision: (r.peak_flops_per_s, r.peak_estimate) for r in results if r.peak_flops_per_s}
+    for precision, (peak, estimate) in peaks.items():
+        ridge = peak / bandwidth_bytes_per_s
+        xs = [low, min(max(ridge, low), high), high]
+        kind = "estimated" if estimate else "datasheet"
+        ax.plot(xs, [min(peak, x * bandwidth_bytes_per_s) for x in xs], color=_precision_color(precision),
+                linewidth=1.5, label=f"{precision} roof ({kind} peak, ridge {ridge:.0f} FLOP/B)")
+    for precision in dict.fromkeys(r.precision for r in results):
+        rows = [r for r in results if r.precision == precision]
+        ax.scatter([intensities[r] for r in rows], [r.flops_per_s for r in rows], color=_precision_color(precision),
+                   zorder=3, label=f"{precision} measured")
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte moved)",
+           ylabel="FLOP/s", title=f"{title}\nbandwidth: {bandwidth_label}")
+    ax.set_ylim(top=20 * max(r.flops_per_s for r in results))  # headroom, so the legend covers no point
+    ax.legend(fontsize=11, loc="upper left")
+    return fig
