@@ -9,7 +9,7 @@ from torch import nn
 
 from lecture_utils.dtypes import ulp
 from lecture_utils.figures.style import MAX_WIDTH_IN, STYLE, too_small_texts
-from lecture_utils.figures.training import plot_training_runs
+from lecture_utils.figures.lost_update import plot_training_runs
 from lecture_utils.precision import (
     RECIPES,
     TRAINING_RECIPES,

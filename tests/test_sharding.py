@@ -17,7 +17,7 @@ import torch.distributed as dist
 from torch import nn
 
 from lecture_utils.figures.style import MAX_WIDTH_IN, too_small_texts, use_style
-from lecture_utils.figures.training import plot_bytes_per_gpu
+from lecture_utils.figures.sharding import plot_bytes_per_gpu
 from lecture_utils.sharding import (
     FP32_ADAMW,
     MIXED_ADAMW,

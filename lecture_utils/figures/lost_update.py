@@ -1,16 +1,12 @@
-"""Figures of training runs and their memory: the lost update (notebook 08), bytes per GPU under ZeRO (notebook 09)."""
+"""The lost-update figure of notebook 08: a regression trained in pure bf16, with fp32 master weights, in fp32, under autocast."""
 
-import math
 from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullLocator
 
-from lecture_utils.checks import check_int, check_positive
 from lecture_utils.figures.style import COLORS
 from lecture_utils.precision import TRAINING_RECIPES, RegressionRun
-from lecture_utils.sharding import FP32_ADAMW, STAGES, per_gpu_bytes
 
 
 _RUN_STYLE = {
@@ -44,28 +40,3 @@ def plot_training_runs(runs: Mapping[str, RegressionRun]) -> Figure:
     axes[1].set(ylabel="share of weights\nleft unchanged", ylim=(-0.03, 1.03))
     fig.tight_layout()
     return fig
-
-
-def plot_bytes_per_gpu(params: float, memory_bytes: float, recipe: tuple[int, int, int] = FP32_ADAMW,
-                       max_gpus: int = 1024) -> Figure:
-    """Log-log lines of per-GPU training-state GB against GPU count, one per stage, and the memory line."""
-    check_positive(params=params, memory_bytes=memory_bytes)
-    check_int("max_gpus", max_gpus, minimum=2)
-    gpus = [2**i for i in range(int(math.log2(max_gpus)) + 1)]
-    fig, ax = plt.subplots(figsize=(7.0, 4.2))
-    for stage, name in STAGES.items():
-        ax.plot(gpus, [per_gpu_bytes(params, n, stage, recipe) / 1e9 for n in gpus], marker="o", ms=4,
-                label=f"{name}: {_sharded_terms(stage)}")
-    ax.axhline(memory_bytes / 1e9, color="#444444", ls="--", label=f"{memory_bytes / 1e9:.0f} GB per GPU")
-    ax.set(xscale="log", yscale="log", xlabel="GPUs (data-parallel ranks)", ylabel="GB per GPU (log)",
-           title=f"{params / 1e9:.0f}B params, {sum(recipe)} B/param ({' + '.join(map(str, recipe))})")
-    ticks = sorted({*gpus[::2], 8})  # 8: one node of eight GPUs, the notes' running example
-    ax.set_xticks(ticks, [str(n) for n in ticks], minor=False)
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.legend(fontsize=11, loc="lower left")
-    return fig
-
-
-def _sharded_terms(stage: int) -> str:
-    """What a stage splits over the GPUs, for a legend."""
-    return ("nothing sharded", "optimizer state sharded", "+ gradients", "+ parameters")[stage]
