@@ -10,7 +10,7 @@ if os.environ.get("LECTURE_TEST_CUDA") != "1":
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 # Imported after CUDA is hidden, so torch never sees the GPU in this process.
-from lecture_utils.device import torch_threads  # noqa: E402
+from lecture_utils.device import torch_threads
 
 # torch makes a compile cache (/tmp/torchinductor_<user>) the first time FlopCounterMode, DDP or
 # torch.compile runs. Keep it in a directory of this test run, which nbval's kernels and the lab

@@ -26,8 +26,9 @@ class Lab:
 
     def get(self, path: str) -> tuple[int, str, bytes]:
         """GET a server path with the token; (status, content type, body)."""
-        request = urllib.request.Request(f"{self.url}/{path.lstrip('/')}",
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            f"{self.url}/{path.lstrip('/')}", headers={"Authorization": f"token {self.token}"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 return response.status, response.headers.get("Content-Type", ""), response.read()
@@ -59,17 +60,26 @@ def running_lab(*extra_args: str, startup_s: float = 90) -> Iterator[Lab]:
             "MPLCONFIGDIR": f"{state}/matplotlib",
             "CUDA_VISIBLE_DEVICES": "",  # the committed outputs are CPU outputs
         }
-        command = [sys.executable, "-m", "jupyterlab", f"--config={CONFIG}", "--no-browser",
-                   f"--ServerApp.port={lab.url.rsplit(':', 1)[1]}", f"--IdentityProvider.token={lab.token}",
-                   f"--FileCheckpoints.checkpoint_dir={state}/checkpoints", *extra_args]
+        command = [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            f"--config={CONFIG}",
+            "--no-browser",
+            f"--ServerApp.port={lab.url.rsplit(':', 1)[1]}",
+            f"--IdentityProvider.token={lab.token}",
+            f"--FileCheckpoints.checkpoint_dir={state}/checkpoints",
+            *extra_args,
+        ]
         with open(f"{state}/server.log", "wb") as log:
             server = subprocess.Popen(command, cwd=state, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + startup_s
             while True:
                 if server.poll() is not None:
-                    raise RuntimeError(f"jupyter lab exited with {server.returncode}:\n"
-                                       + Path(f"{state}/server.log").read_text())
+                    raise RuntimeError(
+                        f"jupyter lab exited with {server.returncode}:\n" + Path(f"{state}/server.log").read_text()
+                    )
                 with contextlib.suppress(OSError):
                     if lab.get("api/status")[0] == 200:
                         break

@@ -117,8 +117,10 @@ def image_bytes(src: str) -> bytes:
 
 def show_on(driver, screen: tuple[int, int], zoom: float) -> None:
     width, height = (round(side / zoom) for side in screen)
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": height, "deviceScaleFactor": zoom, "mobile": False})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": zoom, "mobile": False},
+    )
 
 
 def smallest_text_px(driver, panel_id: str) -> tuple[float, list[str]]:
@@ -142,9 +144,19 @@ def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     profile = tempfile.TemporaryDirectory(prefix="chromium-")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-quic", "--window-size=1280,800", f"--user-data-dir={profile.name}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        "--window-size=1280,800",
+        f"--user-data-dir={profile.name}",
+    ):
         options.add_argument(flag)
     shots = Path(tempfile.mkdtemp(prefix="notebook-screenshots-"))
     before = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in NOTEBOOKS}
@@ -192,7 +204,9 @@ def test_run_all_in_jupyterlab(browser, path, capsys):
             assert not problems, f"on {what}: {problems}"
         driver.execute_script(
             "const node = document.getElementById(arguments[0]);"
-            "(node.querySelector('.jp-OutputArea-output img') || node).scrollIntoView();", run["id"])
+            "(node.querySelector('.jp-OutputArea-output img') || node).scrollIntoView();",
+            run["id"],
+        )
         shot = shots / f"{path.stem}.png"
         driver.save_screenshot(str(shot))
         with capsys.disabled():

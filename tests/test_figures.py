@@ -40,7 +40,7 @@ def test_bad_names_and_suffixes_are_rejected(tmp_path):
     with pytest.raises(ValueError, match="unknown image"):
         draw_all(tmp_path, ["no_such_figure"])
     fig = plt.figure()
-    with pytest.raises(ValueError, match=".png"):
+    with pytest.raises(ValueError, match=r"\.png"):
         save_figure(fig, tmp_path / "figure.jpg")
     plt.close(fig)
 
@@ -78,13 +78,17 @@ def test_no_figure_code_asks_for_small_text_or_three_panels_side_by_side():
     for where, source in figure_code():
         for match in SMALL_FONT.finditer(source):
             assert match.group(1) is not None and float(match.group(1)) >= MIN_FONT_PT, (
-                f"{where}: {match.group(0)} is below the {MIN_FONT_PT} pt a projector needs")
+                f"{where}: {match.group(0)} is below the {MIN_FONT_PT} pt a projector needs"
+            )
         match = WIDE_GRID.search(source)
         assert match is None, f"{where}: {match.group(0)} puts more than two panels side by side"
 
 
 def test_only_the_figures_subpackage_draws():
     root = Path(__file__).resolve().parent.parent / "lecture_utils"
-    drawing = [str(p.relative_to(root)) for p in sorted(root.rglob("*.py"))
-               if p.parent.name != "figures" and re.search(r"^\s*(import|from) matplotlib", p.read_text(), re.M)]
+    drawing = [
+        str(p.relative_to(root))
+        for p in sorted(root.rglob("*.py"))
+        if p.parent.name != "figures" and re.search(r"^\s*(import|from) matplotlib", p.read_text(), re.M)
+    ]
     assert drawing == [], f"figure code outside lecture_utils/figures: {drawing}"

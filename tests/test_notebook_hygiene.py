@@ -1,7 +1,6 @@
 """Static checks of the committed notebooks: what nbval's output comparison cannot see."""
 
-from __future__ import annotations
-
+import ast
 import re
 from pathlib import Path
 
@@ -88,3 +87,29 @@ def test_no_unsafe_loads_or_stray_semicolons(path):
         assert last.lstrip().startswith("#") or not last.endswith(";"), (
             f"{path.name} [{cell.execution_count}]: a trailing ';' does not suppress output under nbval"
         )
+
+
+def package_names() -> set[str]:
+    """Every public function and class defined at the top of a lecture_utils module."""
+    names = set()
+    for module in (ROOT / "lecture_utils").rglob("*.py"):
+        names |= {
+            n.name
+            for n in ast.parse(module.read_text()).body
+            if isinstance(n, ast.FunctionDef | ast.ClassDef) and not n.name.startswith("_")
+        }
+    return names
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_notebook_function_shadows_a_package_one(path):
+    # A reader who meets `train(...)` in a cell should not have to ask which `train` it is.
+    package = package_names()
+    for cell in code_cells(path):
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # IPython magics; no notebook defines a helper in such a cell
+            continue
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+        shadowed = sorted(defined & package)
+        assert not shadowed, f"{path.name} [{cell.execution_count}] defines {shadowed}, as lecture_utils does"

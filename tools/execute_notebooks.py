@@ -60,7 +60,10 @@ def tidy_outputs(cell: nbformat.NotebookNode) -> None:
 def execute(path: Path, write: bool, slow: float, timeout: int) -> tuple[float, list[tuple[int, float]]]:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", record_timing=True,
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=True,
         resources={"metadata": {"path": str(path.parent)}},
     )
     start = time.perf_counter()

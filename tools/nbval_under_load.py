@@ -59,11 +59,17 @@ def main() -> int:
             start = time.perf_counter()
             result = subprocess.run(
                 [sys.executable, "-m", "pytest", "-q", *notebooks],
-                cwd=ROOT, env=os.environ | {"CUDA_VISIBLE_DEVICES": ""}, capture_output=True, text=True,
+                cwd=ROOT,
+                env=os.environ | {"CUDA_VISIBLE_DEVICES": ""},
+                capture_output=True,
+                text=True,
             )
             summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1]
-            print(f"run {run}: {'PASS' if result.returncode == 0 else 'FAIL'} in {time.perf_counter() - start:.0f} s: "
-                  f"{summary}", flush=True)
+            print(
+                f"run {run}: {'PASS' if result.returncode == 0 else 'FAIL'} in {time.perf_counter() - start:.0f} s: "
+                f"{summary}",
+                flush=True,
+            )
             if result.returncode != 0:
                 failed += 1
                 print("\n".join(line for line in result.stdout.splitlines() if line.startswith(("FAILED", "E "))))

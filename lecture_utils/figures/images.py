@@ -24,7 +24,7 @@ IMAGES: dict[str, Callable[[], Figure]] = {
 
 
 def draw_all(out_dir: str | Path, names: Sequence[str] | None = None) -> list[Path]:
-    """Draw the named images (default: all) into out_dir as PNGs; return their paths (`make figures`)."""
+    """Draw the named images (default: all) into out_dir as PNGs; return their paths (notebooks 00 to 05 show them)."""
     names = list(IMAGES) if names is None else list(names)
     unknown = sorted(set(names) - set(IMAGES))
     if unknown:

@@ -41,7 +41,7 @@ COLORS = {"fp32": "#1f77b4", "fp16": "#ff7f0e", "bf16": "#2ca02c", "fp8": "#d627
 
 
 def use_style() -> None:
-    """Apply the notes' figure style to later figures; in a notebook, also show them at high DPI."""
+    """Apply the notes' figure style to later figures; in a notebook, also show them at high DPI (notebook 00 on)."""
     plt.rcParams.update(STYLE)
     try:
         from IPython import get_ipython
@@ -55,7 +55,7 @@ def use_style() -> None:
 
 
 def save_figure(fig: plt.Figure, path: str | Path) -> Path:
-    """Save a figure as PNG without the metadata (software version, date) that makes bytes differ."""
+    """Save a figure as PNG without the metadata that makes bytes differ (the images notebook 00 on shows)."""
     path = Path(path)
     if path.suffix != ".png":
         raise ValueError(f"figures are saved as .png, got {path.name!r}")
@@ -65,7 +65,7 @@ def save_figure(fig: plt.Figure, path: str | Path) -> Path:
 
 
 def too_small_texts(fig: plt.Figure) -> list[str]:
-    """Every visible text in a figure drawn below MIN_FONT_PT, as 'size pt: text' (empty if legible)."""
+    """Every visible text of a figure below MIN_FONT_PT, as 'size pt: text' (notebooks 08 and 09 assert it empty)."""
     fig.canvas.draw()  # tick labels exist only once drawn
     small = []
     for text in fig.findobj(lambda artist: isinstance(artist, plt.Text)):
