@@ -1,37 +1,48 @@
-"""Training-memory accounting: predict parameters, gradients, optimizer state and activations, then measure them.
+"""Training memory in one vocabulary: predict it from a recipe, measure it off real tensors (notebooks 00, 06, 08, 09).
 
-The prediction is napkin math (element counts x bytes per element). The measurement runs one
-real training step and reads the bytes off the tensors: the parameters, their .grad, the
-optimizer's state, and what autograd saved for backward (lecture_utils.memory.saved_tensor_bytes).
+Training holds, per parameter, up to five kinds of tensor (COMPONENTS), plus the activations a
+step saves for backward. A `Recipe` names the dtype of each per-parameter component and the
+optimizer, whose class says how many state tensors it keeps per parameter; that is the napkin
+prediction. `measure_state` reads the same components off a real (model, optimizer) pair, and
+`measure_memory` adds the activations of one real step. Both give a `MemoryBudget`, so a
+prediction and a measurement compare entry by entry (lecture_utils.accounting_compare).
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 
 import torch
 from torch import nn
 
-from lecture_utils.checks import check_int
-from lecture_utils.memory import dtype_bytes, format_bytes, saved_tensor_bytes, tensor_bytes
-from lecture_utils.optim import STATE_TENSORS_PER_PARAM
+from lecture_utils.checks import NonNegativeInt
+from lecture_utils.memory import saved_tensor_bytes, tensor_bytes
+from lecture_utils.optim import AdamW
 
-COMPONENTS = ("parameters", "gradients", "optimizer_state", "activations")
+COMPONENTS = (
+    "parameters",  # the weights the model computes with
+    "gradients",  # their .grad (or whatever buffer the backward pass writes them into)
+    "master_weights",  # higher-precision copies that the optimizer updates instead of the model's weights
+    "gradient_accumulator",  # a buffer summing gradients over micro-batches
+    "optimizer_state",  # the optimizer's per-parameter tensors (Adam's m and v)
+    "activations",  # what autograd saves during the forward pass for the backward pass
+)
 
 
 @dataclass(frozen=True)
 class MemoryBudget:
-    """Bytes of each component of training memory, split by dtype ({} for a component that is empty)."""
+    """Bytes of each component of training memory, split by dtype ({} for a component that is empty) (notebook 06)."""
 
-    parameters: dict[torch.dtype, int]
-    gradients: dict[torch.dtype, int]
-    optimizer_state: dict[torch.dtype, int]
-    activations: dict[torch.dtype, int]
+    parameters: dict[torch.dtype, int] = field(default_factory=dict)
+    gradients: dict[torch.dtype, int] = field(default_factory=dict)
+    master_weights: dict[torch.dtype, int] = field(default_factory=dict)
+    gradient_accumulator: dict[torch.dtype, int] = field(default_factory=dict)
+    optimizer_state: dict[torch.dtype, int] = field(default_factory=dict)
+    activations: dict[torch.dtype, int] = field(default_factory=dict)
 
     def component_bytes(self) -> dict[str, int]:
-        """Bytes per component, all dtypes together."""
-        return {name: sum(getattr(self, name).values()) for name in COMPONENTS}
+        """Bytes per non-empty component, all dtypes together, in COMPONENTS order."""
+        totals = {f.name: sum(getattr(self, f.name).values()) for f in fields(self)}
+        return {name: n for name, n in totals.items() if n}
 
     @property
     def total(self) -> int:
@@ -43,44 +54,164 @@ class MemoryBudget:
         return {(f.name, dtype): n for f in fields(self) for dtype, n in getattr(self, f.name).items()}
 
 
-def _check_optimizer(optimizer: str) -> None:
-    """Reject an optimizer name the state table does not know."""
-    if optimizer not in STATE_TENSORS_PER_PARAM:
-        raise ValueError(f"unknown optimizer {optimizer!r}; expected one of {sorted(STATE_TENSORS_PER_PARAM)}")
+@dataclass(frozen=True)
+class Recipe:
+    """A training recipe's memory per parameter: each component's dtype (None: not kept) and the optimizer.
+
+    The optimizer class says how many state tensors it keeps per parameter (`state_tensors`, see
+    lecture_utils.optim); they are kept in `optimizer_state`, by default the dtype of the weights the
+    optimizer updates (the master copy if there is one, as torch.optim does) (notebooks 00, 08, 09).
+    """
+
+    name: str
+    parameters: torch.dtype
+    gradients: torch.dtype | None
+    optimizer: type[torch.optim.Optimizer]
+    optimizer_state: torch.dtype | None = None
+    master_weights: torch.dtype | None = None
+    gradient_accumulator: torch.dtype | None = None
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(getattr(self.optimizer, "state_tensors", None), int):
+            raise TypeError(
+                f"{self.optimizer.__name__} does not say how many state tensors it keeps per parameter: "
+                "use an optimizer from lecture_utils.optim (or lecture_utils.adamw), whose `state_tensors` does"
+            )
+
+    @property
+    def state_tensors(self) -> int:
+        """How many tensors shaped like the parameter the optimizer keeps (0 SGD, 1 momentum, 2 Adam)."""
+        return self.optimizer.state_tensors
+
+    @property
+    def state_dtype(self) -> torch.dtype:
+        """The dtype of the optimizer's state tensors."""
+        return self.optimizer_state or self.master_weights or self.parameters
+
+    def dtypes(self) -> dict[str, torch.dtype]:
+        """The dtype of every per-parameter component this recipe keeps, in COMPONENTS order."""
+        kept = {
+            "parameters": self.parameters,
+            "gradients": self.gradients,
+            "master_weights": self.master_weights,
+            "gradient_accumulator": self.gradient_accumulator,
+            "optimizer_state": self.state_dtype if self.state_tensors else None,
+        }
+        return {name: dtype for name, dtype in kept.items() if dtype is not None}
+
+    def bytes_per_param(self) -> dict[str, int]:
+        """Bytes per parameter of each component kept: element size (times the state tensors for the state)."""
+        counts = {"optimizer_state": self.state_tensors}
+        return {name: counts.get(name, 1) * dtype.itemsize for name, dtype in self.dtypes().items()}
+
+    @property
+    def total(self) -> int:
+        """Bytes per parameter of all components together."""
+        return sum(self.bytes_per_param().values())
+
+    def formula(self) -> str:
+        """The sum written out, e.g. 'parameters 2 + gradients 2 + master_weights 4 + optimizer_state 2 x 4 = 16'."""
+        terms = [f"{name} {dtype.itemsize}" for name, dtype in self.dtypes().items()]
+        if self.state_tensors > 1:
+            terms[-1] = f"optimizer_state {self.state_tensors} x {self.state_dtype.itemsize}"
+        return f"{' + '.join(terms)} = {self.total}"
+
+    def zero_split(self) -> tuple[int, int, int]:
+        """(p, g, K) of the ZeRO paper: bytes per parameter of weights, gradients, and all the optimizer keeps."""
+        sizes = self.bytes_per_param()
+        p, g = sizes.pop("parameters"), sizes.pop("gradients", 0)
+        return p, g, sum(sizes.values())
+
+    def predict(self, num_params: NonNegativeInt, activation_numel: NonNegativeInt = 0) -> MemoryBudget:
+        """Napkin prediction: each component's elements x bytes; activations counted in the parameters' dtype."""
+        dtypes, per_param = self.dtypes(), self.bytes_per_param() if num_params else {}
+        held = {name: {dtypes[name]: num_params * size} for name, size in per_param.items()}
+        if activation_numel:
+            held["activations"] = {self.parameters: activation_numel * self.parameters.itemsize}
+        return MemoryBudget(**held)
 
 
-def bytes_per_parameter(optimizer: str, dtype: torch.dtype = torch.float32) -> int:
-    """Bytes each parameter costs with its gradient and optimizer state: (2 + state tensors) x element size."""
-    _check_optimizer(optimizer)
-    return (2 + STATE_TENSORS_PER_PARAM[optimizer]) * dtype_bytes(dtype)
+def plain_recipe(optimizer: type[torch.optim.Optimizer], dtype: torch.dtype = torch.float32) -> Recipe:
+    """Every tensor in one dtype and no master copy: PyTorch's default, in fp32 (notebook 06)."""
+    name = f"{str(dtype).removeprefix('torch.')} {optimizer.__name__}"
+    return Recipe(name, dtype, dtype, optimizer, why=f"model.to({dtype}) trained with {optimizer.__name__}")
 
 
-def predict_memory(
-    num_params: int, activation_numel: int, optimizer: str, *, dtype: torch.dtype = torch.float32
-) -> MemoryBudget:
-    """Napkin prediction: gradients = parameters, state = 0/1/2 x parameters, activations as counted, all in `dtype`."""
-    check_int("num_params", num_params, 0)
-    check_int("activation_numel", activation_numel, 0)
-    _check_optimizer(optimizer)
-    size = dtype_bytes(dtype)
+_FP32, _BF16 = torch.float32, torch.bfloat16
 
-    def entry(numel: int) -> dict[torch.dtype, int]:
-        return {dtype: numel * size} if numel else {}
-
-    return MemoryBudget(
-        parameters=entry(num_params),
-        gradients=entry(num_params),
-        optimizer_state=entry(STATE_TENSORS_PER_PARAM[optimizer] * num_params),
-        activations=entry(activation_numel),
+RECIPES: dict[str, Recipe] = {
+    r.name: r
+    for r in (
+        Recipe("fp32", _FP32, _FP32, AdamW, why="PyTorch's default: every tensor fp32"),
+        Recipe(
+            "autocast bf16", _FP32, _FP32, AdamW,
+            why="torch.autocast: the fp32 params are the master weights; bf16 copies exist only while the "
+            "forward and backward run, so they count as activations",
+        ),
+        Recipe(
+            "bf16 + fp32 master", _BF16, _BF16, AdamW, master_weights=_FP32,
+            why="the standard recipe (2 + 2 + 12 in the ZeRO paper, Rajbhandari et al., 2019): a bf16 model, "
+            "an fp32 copy that the optimizer updates",
+        ),
+        Recipe(
+            "bf16 + fp32 grads", _BF16, _FP32, AdamW, master_weights=_FP32,
+            why="each weight gradient goes straight into an fp32 buffer and no bf16 copy is kept "
+            "(Megatron-LM's main_grad; built with a post-accumulate-grad hook in notebook 08)",
+        ),
+        Recipe(
+            "bf16 + fp32 grad accumulation", _BF16, _BF16, AdamW, master_weights=_FP32, gradient_accumulator=_FP32,
+            why="bf16 gradients kept while an fp32 buffer sums them over micro-batches",
+        ),
+        Recipe(
+            "bf16 + fp32 Adam state", _BF16, _BF16, AdamW, optimizer_state=_FP32,
+            why="no master copy: every update is rounded into bf16 weights",
+        ),
+        Recipe(
+            "pure bf16", _BF16, _BF16, AdamW,
+            why="model.bfloat16() and train: updates below half a bf16 ulp of the weight vanish",
+        ),
     )
+}  # fmt: skip
 
 
 def _by_dtype(tensors: Iterable[torch.Tensor]) -> dict[torch.dtype, int]:
-    """Bytes of the tensors, summed per dtype."""
+    """Bytes of the tensors, summed per dtype; of a DTensor, only the shard this process stores (notebook 09)."""
     totals: dict[torch.dtype, int] = {}
     for t in tensors:
-        totals[t.dtype] = totals.get(t.dtype, 0) + tensor_bytes(t)
+        local = t.to_local() if hasattr(t, "to_local") else t
+        totals[t.dtype] = totals.get(t.dtype, 0) + tensor_bytes(local)
     return totals
+
+
+def measure_state(
+    model: nn.Module, optimizer: torch.optim.Optimizer, *, gradient_accumulator: Sequence[torch.Tensor] = ()
+) -> MemoryBudget:
+    """The per-parameter components training holds now, read off the tensors (notebooks 06 and 08).
+
+    A tensor the optimizer updates that the model does not hold is a master copy. Optimizer state
+    counts the tensors shaped like their parameter: a 0-d step counter (torch.optim keeps one per
+    tensor) is bookkeeping, not memory per parameter. `gradient_accumulator` holds buffers the
+    caller sums gradients into, which neither the model nor the optimizer knows about.
+    """
+    params = list(model.parameters())
+    if not params:
+        raise ValueError("the model has no parameters to account for")
+    model_ids = {id(p) for p in params}
+    optimized = [p for group in optimizer.param_groups for p in group["params"]]
+    state = [
+        value
+        for p in optimized
+        for value in optimizer.state.get(p, {}).values()
+        if isinstance(value, torch.Tensor) and value.shape == p.shape
+    ]
+    return MemoryBudget(
+        parameters=_by_dtype(params),
+        gradients=_by_dtype(p.grad for p in params if p.grad is not None),
+        master_weights=_by_dtype(p for p in optimized if id(p) not in model_ids),
+        gradient_accumulator=_by_dtype(gradient_accumulator),
+        optimizer_state=_by_dtype(state),
+    )
 
 
 def measure_memory(
@@ -90,16 +221,12 @@ def measure_memory(
     *,
     data: Sequence[torch.Tensor] = (),
 ) -> MemoryBudget:
-    """Run one step (forward, backward, optimizer step) and read each component's bytes off the real tensors.
+    """Run one step (forward, backward, optimizer step) and read every component off the real tensors (notebook 06).
 
     Activations are the storages autograd saves during `loss_fn()` minus the parameters and the
     `data` tensors (the input batch and targets exist whether or not we train). They are charged
     to the model's dtype, so the model must have one floating dtype.
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
     params = list(model.parameters())
     dtypes = {p.dtype for p in params}
     if len(dtypes) != 1:
@@ -108,44 +235,8 @@ def measure_memory(
     losses: list[torch.Tensor] = []
     saved = saved_tensor_bytes(lambda: losses.append(loss_fn()), exclude=[*params, *data])
     loss = losses[0]
-    if not (isinstance(loss, torch.Tensor) and loss.numel() == 1 and loss.requires_grad):
+    if not (loss.numel() == 1 and loss.requires_grad):
         raise ValueError("loss_fn must return a scalar tensor that depends on the model's parameters")
     loss.backward()
     optimizer.step()
-    state = [v for s in optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
-    return MemoryBudget(
-        parameters=_by_dtype(params),
-        gradients=_by_dtype(p.grad for p in params if p.grad is not None),
-        optimizer_state=_by_dtype(state),
-        activations={dtypes.pop(): saved} if saved else {},
-    )
-
-
-def _relative_error(predicted: int, measured: int) -> float:
-    """|measured - predicted| / predicted; 0 when both are 0, inf when only the prediction is."""
-    if predicted:
-        return abs(measured - predicted) / predicted
-    return 0.0 if measured == 0 else float("inf")
-
-
-def relative_errors(predicted: MemoryBudget, measured: MemoryBudget) -> dict[tuple[str, torch.dtype], float]:
-    """|measured - predicted| / predicted for every (component, dtype) either one has (inf if only predicted is 0)."""
-    if not (isinstance(predicted, MemoryBudget) and isinstance(measured, MemoryBudget)):
-        raise TypeError("relative_errors compares two MemoryBudget objects")
-    p, m = predicted.entries(), measured.entries()
-    return {key: _relative_error(p.get(key, 0), m.get(key, 0))
-            for key in sorted(p.keys() | m.keys(), key=lambda k: (COMPONENTS.index(k[0]), str(k[1])))}
-
-
-def compare_table(predicted: MemoryBudget, measured: MemoryBudget) -> str:
-    """A text table: each (component, dtype) with predicted bytes, measured bytes and relative error, then totals."""
-    errors = relative_errors(predicted, measured)
-    p, m = predicted.entries(), measured.entries()
-    rows = [f"{'component':16s} {'dtype':9s} {'predicted':>12s} {'measured':>12s} {'error':>7s}"]
-    for (name, dtype), err in errors.items():
-        dtype_name = str(dtype).removeprefix("torch.")
-        rows.append(f"{name:16s} {dtype_name:9s} {p.get((name, dtype), 0):>12,d} {m.get((name, dtype), 0):>12,d} {err:>7.2%}")
-    total_err = _relative_error(predicted.total, measured.total)
-    rows.append(f"{'total':26s} {predicted.total:>12,d} {measured.total:>12,d} {total_err:>7.2%}"
-                f"   ({format_bytes(measured.total)})")
-    return "\n".join(rows)
+    return replace(measure_state(model, optimizer), activations={dtypes.pop(): saved} if saved else {})

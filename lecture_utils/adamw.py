@@ -1,4 +1,4 @@
-"""AdamW exactly as the CS336 assignment 1 handout writes it (its Algorithm 1), as a torch.optim.Optimizer.
+"""AdamW as the CS336 assignment 1 handout writes it (its Algorithm 1), as a torch.optim.Optimizer (notebook 06).
 
 For every parameter theta with gradient g, at step t = 1, 2, ...:
 
@@ -17,10 +17,9 @@ How this differs from torch.optim.AdamW (tests/test_adamw.py measures both):
 With eps = 0 and wd = 0 the two are the same math, and this file does the same float operations
 as torch's, so they agree bit for bit.
 
-Copyable: imports only torch (and collections.abc / typing); no other lecture_utils module.
+Copyable: imports only torch (and collections.abc / typing); no other lecture_utils module. Inside
+the package, lecture_utils' import hook checks the annotations; copied alone, only the range checks run.
 """
-
-from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -28,16 +27,19 @@ from typing import Any
 import torch
 
 ParamsT = Iterable[torch.Tensor] | Iterable[dict[str, Any]]
+Betas = tuple[float, float]  # (beta1, beta2): the decay rates of m and v
 
 
 class AdamW(torch.optim.Optimizer):
-    """Adam with decoupled weight decay; state per parameter: step t (int), m and v (tensors like theta)."""
+    """Adam with decoupled weight decay; state per parameter: step t (int), m and v like theta (notebook 06)."""
+
+    state_tensors = 2  # m and v; the step count is a Python int
 
     def __init__(
         self,
         params: ParamsT,
         lr: float = 1e-3,
-        betas: tuple[float, float] = (0.9, 0.999),
+        betas: Betas = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 0.01,
     ) -> None:
@@ -83,14 +85,10 @@ class AdamW(torch.optim.Optimizer):
         return loss
 
 
-def _check_hyperparameters(lr: object, betas: object, eps: object, weight_decay: object) -> None:
-    """Reject hyperparameters that are not numbers in range: lr, eps, weight_decay >= 0; 0 <= b1, b2 < 1."""
-    if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
-        raise TypeError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+def _check_hyperparameters(lr: float, betas: Betas, eps: float, weight_decay: float) -> None:
+    """Reject hyperparameters out of range, as torch.optim.AdamW does: lr, eps, weight_decay >= 0; 0 <= b1, b2 < 1."""
     values = {"lr": lr, "betas[0]": betas[0], "betas[1]": betas[1], "eps": eps, "weight_decay": weight_decay}
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{name} must be a float, got {type(value).__name__}")
         high = 1.0 if name.startswith("betas") else float("inf")
         if not 0 <= value < high:
             raise ValueError(f"{name} must be in [0, {high}), got {value}")

@@ -2,10 +2,8 @@
 
 A full checkpoint is the assignment's checkpoint (lecture_utils.checkpointing: model, optimizer,
 iteration) plus every random stream and a format version, written with the same atomic save.
-checkpointing.load_checkpoint reads one too; it just ignores the RNG states.
+checkpointing.load_checkpoint reads one too; it just ignores the RNG states. Taught in notebook 07.
 """
-
-from __future__ import annotations
 
 import random
 from pathlib import Path
@@ -16,15 +14,14 @@ import torch
 from torch import nn
 
 from lecture_utils.checkpointing import atomic_save
-from lecture_utils.checks import check_int
+from lecture_utils.checks import NonNegativeInt
 
 FORMAT_VERSION = 2  # 2: the step is stored under the assignment's key, "iteration"
 _KEYS = {"format_version", "iteration", "model", "optimizer", "rng"}
 
 
-def seed_everything(seed: int) -> None:
-    """Seed Python's `random`, NumPy's global generator and torch on the CPU and every GPU."""
-    check_int("seed", seed, 0)
+def seed_everything(seed: NonNegativeInt) -> None:
+    """Seed Python's `random`, NumPy's global generator and torch on the CPU and every GPU (notebook 07)."""
     if seed >= 2**32:  # NumPy's legacy seeding takes 32 bits
         raise ValueError(f"seed must be below 2**32, got {seed}")
     random.seed(seed)
@@ -33,13 +30,18 @@ def seed_everything(seed: int) -> None:
 
 
 def rng_state(data_generator: torch.Generator) -> dict[str, Any]:
-    """Every random stream a training run draws from, as tensors and plain numbers (weights_only-loadable)."""
-    if not isinstance(data_generator, torch.Generator):
-        raise TypeError(f"data_generator must be a torch.Generator, got {type(data_generator).__name__}")
+    """Every random stream a training run draws from, as tensors and plain numbers (notebook 07).
+
+    Tensors and plain numbers only, so torch.load(..., weights_only=True) reads them back.
+    """
     py_version, py_internal, py_gauss = random.getstate()
     np_name, np_keys, np_pos, np_has_gauss, np_cached = np.random.get_state()
     return {
-        "python": {"version": py_version, "internal": torch.tensor(py_internal, dtype=torch.int64), "gauss_next": py_gauss},
+        "python": {
+            "version": py_version,
+            "internal": torch.tensor(py_internal, dtype=torch.int64),
+            "gauss_next": py_gauss,
+        },
         # NumPy hands back a uint32 ndarray; an int64 tensor holds it exactly and is safe to unpickle.
         "numpy": {
             "name": np_name,
@@ -55,7 +57,7 @@ def rng_state(data_generator: torch.Generator) -> dict[str, Any]:
 
 
 def set_rng_state(state: dict[str, Any], data_generator: torch.Generator) -> None:
-    """Put every stream back where rng_state found it (CUDA streams only when this machine has as many GPUs)."""
+    """Put every stream back where rng_state found it (CUDA streams only where as many GPUs; notebook 07)."""
     missing = {"python", "numpy", "torch_cpu", "torch_cuda", "data"} - set(state)
     if missing:
         raise ValueError(f"RNG state is missing {sorted(missing)}; expected the dict rng_state returns")
@@ -72,29 +74,19 @@ def set_rng_state(state: dict[str, Any], data_generator: torch.Generator) -> Non
     data_generator.set_state(state["data"])
 
 
-def _check_training_objects(model: object, optimizer: object) -> None:
-    """Reject a model that is not an nn.Module or an optimizer that is not a torch.optim.Optimizer (None allowed)."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer or None, got {type(optimizer).__name__}")
-
-
 def save_full_checkpoint(
     path: str | Path,
     *,
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
-    step: int,
+    step: NonNegativeInt,
     data_generator: torch.Generator,
 ) -> Path:
     """Atomically write what a bit-exact resume needs: model, optimizer state, step and every RNG state.
 
     The keys model, optimizer and iteration are checkpointing.save_checkpoint's; rng and
-    format_version are added. Returns the path, as a Path.
+    format_version are added. Returns the path, as a Path (notebook 07).
     """
-    check_int("step", step, 0)
-    _check_training_objects(model, optimizer)
     checkpoint = {
         "format_version": FORMAT_VERSION,
         "iteration": step,
@@ -113,13 +105,12 @@ def load_full_checkpoint(
     optimizer: torch.optim.Optimizer | None,
     data_generator: torch.Generator | None,
 ) -> int:
-    """Load a save_full_checkpoint file into existing objects and return its step.
+    """Load a save_full_checkpoint file into existing objects and return its step (notebook 07).
 
     weights_only=True refuses any pickled object but tensors and plain containers, so a
     checkpoint from elsewhere cannot run code on load. Pass optimizer=None or data_generator=None
     to skip restoring the optimizer state or the RNG states (to see what that breaks).
     """
-    _check_training_objects(model, optimizer)
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     if not isinstance(checkpoint, dict) or not _KEYS <= set(checkpoint):
         raise ValueError(

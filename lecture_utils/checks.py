@@ -6,6 +6,7 @@ where the message teaches something the rule cannot say (an MFU above 1, an unkn
 """
 
 import math
+from collections.abc import Sequence
 from typing import Annotated
 
 from beartype.vale import Is
@@ -16,29 +17,8 @@ PositiveFloat = Annotated[float, Is[lambda x: 0 < x < math.inf]]
 NonNegativeFloat = Annotated[float, Is[lambda x: 0 <= x < math.inf]]
 Fraction = Annotated[float, Is[lambda x: 0 < x <= 1]]  # a share of something, such as MFU of peak
 
-# TRANSITIONAL (issue 11): the old hand checks, removed once no module calls them.
-import math
-
-
-def check_int(name: str, value: object, minimum: int = 1) -> None:
-    """Raise TypeError unless `value` is an int (not a bool), ValueError if it is below `minimum`."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        bound = {0: "cannot be negative", 1: "must be positive"}.get(minimum, f"must be >= {minimum}")
-        raise ValueError(f"{name} {bound}, got {value}")
-
-
-def check_dims(**dims: object) -> None:
-    """Raise unless every named dimension is a positive int (the message names the bad one)."""
-    for name, value in dims.items():
-        check_int(name, value)
-
-
-def check_positive(**values: object) -> None:
-    """Raise TypeError unless each named value is a real number, ValueError unless positive and finite."""
-    for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-        if not value > 0 or math.isinf(value):
-            raise ValueError(f"{name} must be positive and finite, got {value}")
+# beartype checks one random item of a sequence per call, so `Sequence[PositiveInt]` would let a
+# bad size through most of the time; these check every item.
+PositiveInts = Annotated[Sequence[int], Is[lambda items: all(n > 0 for n in items)]]
+NonNegativeInts = Annotated[Sequence[int], Is[lambda items: all(n >= 0 for n in items)]]
+Fractions = Annotated[Sequence[float], Is[lambda items: all(0 < x <= 1 for x in items)]]

@@ -1,9 +1,8 @@
 """Token data on disk: a synthetic corpus, .npy files read through a memory map, and a batch prefetcher.
 
-Random batches come from lecture_utils.batching.get_batch (the assignment's function).
+Random batches come from lecture_utils.batching.get_batch (the assignment's function). Taught in
+notebook 07.
 """
-
-from __future__ import annotations
 
 import bisect
 import time
@@ -15,20 +14,11 @@ import numpy as np
 import torch
 from jaxtyping import Float, Int, Integer
 
-from lecture_utils.checks import check_int
+from lecture_utils.checks import NonNegativeFloat, NonNegativeInt, PositiveInt
 
 
-def _check_cpu_generator(generator: torch.Generator) -> None:
-    """Reject anything but a torch.Generator on the CPU, where offsets and samples are drawn."""
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    if generator.device.type != "cpu":
-        raise ValueError(f"generator must live on the CPU (offsets are drawn there), got one on {generator.device}")
-
-
-def token_dtype(vocab_size: int) -> np.dtype:
-    """The smallest unsigned dtype that holds every token id below vocab_size: uint16 up to 65,536 ids."""
-    check_int("vocab_size", vocab_size)
+def token_dtype(vocab_size: PositiveInt) -> np.dtype:
+    """The smallest unsigned dtype that holds every token id below vocab_size: uint16 up to 65,536 ids (notebook 07)."""
     if vocab_size <= 2**16:
         return np.dtype(np.uint16)
     if vocab_size <= 2**32:
@@ -37,38 +27,28 @@ def token_dtype(vocab_size: int) -> np.dtype:
 
 
 def random_transition_matrix(
-    vocab_size: int, *, generator: torch.Generator, sharpness: float = 2.5
+    vocab_size: PositiveInt, *, generator: torch.Generator, sharpness: NonNegativeFloat = 2.5
 ) -> Float[torch.Tensor, "vocab vocab"]:
     """A random Markov chain over token ids: row i is the distribution of the token after token i.
 
     Rows are softmax(sharpness x standard normal): larger sharpness makes each row peakier, so the
-    text is more predictable and the lowest reachable loss (the entropy rate) is lower.
+    text is more predictable and the lowest reachable loss (the entropy rate) is lower (notebook 07).
     """
-    check_int("vocab_size", vocab_size)
-    _check_cpu_generator(generator)
-    if not sharpness >= 0:
-        raise ValueError(f"sharpness must be >= 0, got {sharpness}")
     logits = sharpness * torch.randn(vocab_size, vocab_size, generator=generator, dtype=torch.float64)
     return torch.softmax(logits, dim=1)
 
 
-def _check_transition(transition: torch.Tensor) -> None:
-    """Reject anything but a square matrix whose rows are probability distributions."""
-    if not isinstance(transition, torch.Tensor):
-        raise TypeError(f"transition must be a torch.Tensor, got {type(transition).__name__}")
-    if transition.ndim != 2 or transition.shape[0] != transition.shape[1]:
-        raise ValueError(f"transition must be a square (vocab, vocab) matrix, got shape {tuple(transition.shape)}")
+def _check_rows_are_distributions(transition: Float[torch.Tensor, "vocab vocab"]) -> None:
+    """Reject a matrix that is not a Markov chain's: row i is where token i goes next, so it must sum to 1."""
     if (transition < 0).any() or not torch.allclose(transition.sum(1), torch.ones((), dtype=transition.dtype)):
         raise ValueError("every row of transition must be a probability distribution (non-negative, sums to 1)")
 
 
 def sample_markov_chain(
-    transition: Float[torch.Tensor, "vocab vocab"], num_tokens: int, *, generator: torch.Generator
+    transition: Float[torch.Tensor, "vocab vocab"], num_tokens: PositiveInt, *, generator: torch.Generator
 ) -> Int[np.ndarray, " tokens"]:
-    """Walk the chain for num_tokens steps from token 0: a corpus whose next token depends on the last one."""
-    _check_transition(transition)
-    check_int("num_tokens", num_tokens)
-    _check_cpu_generator(generator)
+    """Walk the chain for num_tokens steps from token 0: a corpus whose next token depends on the last (notebook 07)."""
+    _check_rows_are_distributions(transition)
     vocab_size = transition.shape[0]
     # Inverse-CDF sampling on plain Python lists: a sequential walk is far faster there than
     # one small torch call per token.
@@ -83,8 +63,8 @@ def sample_markov_chain(
 
 
 def entropy_rate(transition: Float[torch.Tensor, "vocab vocab"]) -> float:
-    """Nats per token of the chain in its stationary state: the lowest loss any model can reach on it."""
-    _check_transition(transition)
+    """Nats per token of the chain in its stationary state: the lowest loss any model can reach (notebook 07)."""
+    _check_rows_are_distributions(transition)
     p = transition.double()
     vocab_size = p.shape[0]
     # The stationary distribution pi solves pi P = pi with sum(pi) = 1; least squares on the
@@ -97,14 +77,11 @@ def entropy_rate(transition: Float[torch.Tensor, "vocab vocab"]) -> float:
     return float(stationary @ row_entropy)
 
 
-def save_tokens(path: str | Path, tokens: Integer[np.ndarray, " tokens"], vocab_size: int) -> Path:
-    """Write token ids as a real .npy file (header + raw ids) in the smallest dtype that holds the vocab."""
+def save_tokens(path: str | Path, tokens: Integer[np.ndarray, " tokens"], vocab_size: PositiveInt) -> Path:
+    """Write token ids as a real .npy file (header + raw ids) in the smallest dtype for the vocab (notebook 07)."""
     path = Path(path)
-    if path.suffix != ".npy":
+    if path.suffix != ".npy":  # np.save would append the suffix, and the caller would look under another name
         raise ValueError(f"token files are written with np.save and end in .npy, got {path.name!r}")
-    tokens = np.asarray(tokens)
-    if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer):
-        raise TypeError(f"tokens must be a 1-D integer array, got shape {tokens.shape} of dtype {tokens.dtype}")
     dtype = token_dtype(vocab_size)
     if tokens.size and (tokens.min() < 0 or tokens.max() >= vocab_size):
         raise ValueError(f"token ids must lie in [0, {vocab_size}), got [{tokens.min()}, {tokens.max()}]")
@@ -113,9 +90,9 @@ def save_tokens(path: str | Path, tokens: Integer[np.ndarray, " tokens"], vocab_
 
 
 def load_tokens(path: str | Path) -> np.memmap:
-    """Open a .npy token file as a read-only memory map: nothing but the header is read until indexed."""
+    """Open a .npy token file as a read-only memory map: nothing but the header is read until indexed (notebook 07)."""
     tokens = np.load(path, mmap_mode="r", allow_pickle=False)
-    if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer):
+    if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer):  # the file's content, not an argument
         raise TypeError(f"{Path(path).name}: expected a 1-D integer array, got shape {tokens.shape} of {tokens.dtype}")
     return tokens
 
@@ -128,13 +105,12 @@ class Prefetcher:
     non_blocking=True on a side stream, so the copy runs while the current step's kernels do.
     A thread hides waiting (a slow disk, a network) and work that releases the GIL; CPU-heavy
     Python needs worker processes (DataLoader's num_workers). Use it in a `with` block, which
-    stops the thread; wait_seconds adds up how long the consumer waited for batches.
+    stops the thread; wait_seconds adds up how long the consumer waited for batches (notebook 07).
     """
 
-    def __init__(self, produce: Callable[[], tuple[torch.Tensor, ...]], steps: int, device: torch.device | str) -> None:
-        if not callable(produce):
-            raise TypeError(f"produce must be callable (returning CPU tensors), got {type(produce).__name__}")
-        check_int("steps", steps, 0)
+    def __init__(
+        self, produce: Callable[[], tuple[torch.Tensor, ...]], steps: NonNegativeInt, device: torch.device | str
+    ) -> None:
         self.device, self.steps, self.wait_seconds = torch.device(device), steps, 0.0
         self._produce = produce
         self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
@@ -148,7 +124,7 @@ class Prefetcher:
             moved = tuple(t.pin_memory().to(self.device, non_blocking=True) for t in batch)
             return moved, self._stream.record_event()
 
-    def __enter__(self) -> Prefetcher:
+    def __enter__(self) -> "Prefetcher":
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
         return self
 

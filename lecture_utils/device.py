@@ -1,56 +1,52 @@
-"""Pick the device the notes run on, and size problems so a cell stays fast on it."""
-
-from __future__ import annotations
+"""Pick the device the notes run on, and size problems so a cell stays fast on it (every notebook)."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import torch
 
-T = TypeVar("T")
+from lecture_utils.checks import PositiveInt
+
+ProblemSize = TypeVar("ProblemSize")  # whatever sized() chooses between: an int, a tuple of sizes, a list
 
 
 def pick_device() -> torch.device:
-    """The first CUDA GPU if there is one, else the CPU (notebooks never need two GPUs)."""
+    """The first CUDA GPU if there is one, else the CPU; notebooks never need two GPUs (notebook 00)."""
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
 
 
-def sized(device: torch.device | str, *, cpu: T, cuda: T) -> T:
-    """Choose a problem size for the device: small enough for a 2-core CPU, big enough to fill a GPU."""
+def device_type(device: torch.device | str) -> Literal["cpu", "cuda"]:
+    """'cpu' or 'cuda': the two device types the notes can size, synchronize, time and name (notebook 04)."""
     kind = torch.device(device).type
-    if kind == "cpu":
-        return cpu
-    if kind == "cuda":
-        return cuda
-    raise ValueError(f"no problem size for device type {kind!r}; expected 'cpu' or 'cuda'")
+    if kind not in ("cpu", "cuda"):
+        raise ValueError(f"device type {kind!r} is not supported: the notes run on 'cpu' or 'cuda'")
+    return kind
+
+
+def sized(device: torch.device | str, *, cpu: ProblemSize, cuda: ProblemSize) -> ProblemSize:
+    """Choose a problem size for the device: small enough for a 2-core CPU, big enough to fill a GPU (notebook 02)."""
+    return cpu if device_type(device) == "cpu" else cuda
 
 
 def synchronize(device: torch.device | str) -> None:
-    """Wait for queued GPU work to finish, so a timer measures the work and not its launch."""
+    """Wait for queued GPU work to finish, so a timer measures the work and not its launch (notebook 04)."""
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
 
 
 def device_name(device: torch.device | str) -> str:
-    """What the device is called: the GPU's marketing name, or 'cpu'."""
-    device = torch.device(device)
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    if device.type == "cpu":
-        return "cpu"
-    raise ValueError(f"unsupported device type {device.type!r}; expected 'cpu' or 'cuda'")
+    """What the device is called: the GPU's marketing name, or 'cpu' (notebook 04)."""
+    return "cpu" if device_type(device) == "cpu" else torch.cuda.get_device_name(device)
 
 
 @contextmanager
-def torch_threads(count: int | None) -> Iterator[None]:
-    """Run the block with `count` CPU threads (None: as they are), then restore torch's setting.
+def torch_threads(count: PositiveInt | None) -> Iterator[None]:
+    """Run the block with `count` CPU threads (None: as they are), then restore torch's setting (notebook 08).
 
     Tiny ops are fastest on one thread (OpenMP's per-op fork and barrier cost more than the
     arithmetic), and a benchmark on a shared machine is steadier on a fixed count.
     """
-    if count is not None and (not isinstance(count, int) or count < 1):
-        raise ValueError(f"thread count must be a positive int or None, got {count!r}")
     previous = torch.get_num_threads()
     torch.set_num_threads(count or previous)
     try:

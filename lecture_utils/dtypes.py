@@ -1,11 +1,9 @@
-"""Floating-point formats: their bit fields read off real tensors, their range and spacing, and figures.
+"""Floating-point formats (notebook 01): their bit fields read off real tensors, their range and spacing.
 
 Each format is 1 sign bit, `exponent_bits` of biased exponent and `fraction_bits` of fraction.
 A normal number is (-1)^sign x 2^(exponent - bias) x (1 + fraction / 2^fraction_bits); an
 all-zeros exponent marks a subnormal, (-1)^sign x 2^(1 - bias) x (fraction / 2^fraction_bits).
 """
-
-from __future__ import annotations
 
 import math
 from dataclasses import dataclass
@@ -14,11 +12,9 @@ import torch
 from jaxtyping import Float
 
 
-
-
 @dataclass(frozen=True)
 class FloatFormat:
-    """A float format's layout: 1 sign bit, `exponent_bits` biased exponent, `fraction_bits` fraction."""
+    """A float format's layout: 1 sign bit, `exponent_bits` biased exponent, `fraction_bits` fraction (notebook 01)."""
 
     name: str
     dtype: torch.dtype
@@ -62,9 +58,7 @@ FORMATS: dict[str, FloatFormat] = {
 
 
 def float_format(dtype: torch.dtype) -> FloatFormat:
-    """The layout of a floating-point dtype (fp32, fp16, bf16, fp8 e4m3fn, fp8 e5m2)."""
-    if not isinstance(dtype, torch.dtype):
-        raise TypeError(f"expected a torch.dtype, got {type(dtype).__name__}")
+    """The layout of a floating-point dtype: fp32, fp16, bf16, fp8 e4m3fn, fp8 e5m2 (notebook 01)."""
     for fmt in FORMATS.values():
         if fmt.dtype == dtype:
             return fmt
@@ -73,7 +67,7 @@ def float_format(dtype: torch.dtype) -> FloatFormat:
 
 @dataclass(frozen=True)
 class FloatBits:
-    """The three bit fields of one stored value, as unsigned integers."""
+    """The three bit fields of one stored value, as unsigned integers (notebook 01)."""
 
     format: FloatFormat
     sign: int
@@ -83,8 +77,9 @@ class FloatBits:
     def bit_string(self, sep: str = " ") -> str:
         """The bits, most significant first, with `sep` between sign, exponent and fraction."""
         fmt = self.format
-        return sep.join((f"{self.sign:b}", f"{self.exponent:0{fmt.exponent_bits}b}",
-                         f"{self.fraction:0{fmt.fraction_bits}b}"))
+        return sep.join(
+            (f"{self.sign:b}", f"{self.exponent:0{fmt.exponent_bits}b}", f"{self.fraction:0{fmt.fraction_bits}b}")
+        )
 
     @property
     def is_subnormal(self) -> bool:
@@ -115,9 +110,7 @@ class FloatBits:
 
 
 def float_bits(x: float, dtype: torch.dtype) -> FloatBits:
-    """Round `x` to `dtype` and read its sign, exponent and fraction bits with tensor.view(int dtype)."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise TypeError(f"expected a Python number, got {type(x).__name__}")
+    """Round `x` to `dtype`, read its sign, exponent and fraction bits with tensor.view(int dtype) (notebook 01)."""
     fmt = float_format(dtype)
     raw = int(torch.tensor([x], dtype=torch.float64).to(dtype).view(fmt.int_dtype).item())
     raw &= 2**fmt.bits - 1  # int32/int16 read the top bit as a sign; we want the plain bit pattern
@@ -131,7 +124,7 @@ def float_bits(x: float, dtype: torch.dtype) -> FloatBits:
 
 @dataclass(frozen=True)
 class FloatRange:
-    """What torch.finfo says about a format, plus the smallest subnormal that finfo leaves out."""
+    """What torch.finfo says about a format, plus the smallest subnormal that finfo leaves out (notebook 01)."""
 
     name: str
     bits: int
@@ -142,16 +135,17 @@ class FloatRange:
 
 
 def float_range(dtype: torch.dtype) -> FloatRange:
-    """eps (gap above 1), max, tiny (smallest normal) and smallest subnormal of a float dtype."""
+    """eps (gap above 1), max, tiny (smallest normal) and smallest subnormal of a float dtype (notebook 01)."""
     fmt = float_format(dtype)
     info = torch.finfo(dtype)
     return FloatRange(fmt.name, info.bits, info.eps, info.max, info.tiny, fmt.smallest_subnormal)
 
 
 def ulp(x: Float[torch.Tensor, "*shape"], dtype: torch.dtype) -> Float[torch.Tensor, "*shape"]:
-    """Gap (float64) between |x| rounded to `dtype` and the next larger value of its binade; NaN if not finite."""
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        raise TypeError(f"expected a floating-point tensor, got {type(x).__name__}")
+    """Gap (float64) between |x| rounded to `dtype` and the next larger value of its binade (notebooks 01, 08).
+
+    NaN where x is not finite. Notebook 08 uses it to say which updates a bf16 weight loses.
+    """
     fmt = float_format(dtype)
     stored = x.to(dtype).to(torch.float64).abs()
     _, exponent = torch.frexp(stored)  # stored = m x 2^exponent with m in [0.5, 1); frexp(0) gives 0
@@ -162,7 +156,10 @@ def ulp(x: Float[torch.Tensor, "*shape"], dtype: torch.dtype) -> Float[torch.Ten
 
 
 def relative_spacing(x: Float[torch.Tensor, "*shape"], dtype: torch.dtype) -> Float[torch.Tensor, "*shape"]:
-    """ulp / |x| after rounding x to `dtype`: the relative rounding step there; NaN where x rounds to 0 or inf."""
-    gaps = ulp(x, dtype)  # first, so a bad x or dtype is rejected with ulp's message
+    """ulp / |x| after rounding x to `dtype`: the relative rounding step there (notebook 01).
+
+    NaN where x rounds to 0 or inf. lecture_utils.figures.floats draws it.
+    """
+    gaps = ulp(x, dtype)
     stored = x.to(dtype).to(torch.float64).abs()
     return torch.where(stored > 0, gaps / stored, torch.nan)

@@ -1,10 +1,8 @@
-"""The lecture's deep linear model (the Cruncher), built from the assignment's Linear, and its sizes.
+"""The lecture's deep linear model (the Cruncher), built from the assignment's Linear, and its sizes (notebook 06).
 
 The layer is lecture_utils.nn_basics.Linear: weight (d_out, d_in), y = x W^T, N(0, 2 / (d_in + d_out))
 cut at 3 std. For the Cruncher's square D x D layers that std is 1/sqrt(D), the lecture's 1/sqrt(fan_in).
 """
-
-from __future__ import annotations
 
 import math
 
@@ -12,29 +10,28 @@ import torch
 from jaxtyping import Float
 from torch import nn
 
-from lecture_utils.checks import check_int, check_positive
+from lecture_utils.checks import NonNegativeInt, PositiveFloat, PositiveInt
 from lecture_utils.nn_basics import Linear
 
 
-def truncated_normal_std(cut: float) -> float:
-    """Std of N(0, 1) kept to |z| <= cut: sqrt(1 - 2 c phi(c) / (2 Phi(c) - 1)), 0.9866 for c = 3."""
-    check_positive(cut=cut)
+def truncated_normal_std(cut: PositiveFloat) -> float:
+    """Std of N(0, 1) kept to |z| <= cut: sqrt(1 - 2 c phi(c) / (2 Phi(c) - 1)), 0.9866 for c = 3 (notebook 06)."""
     phi = math.exp(-cut * cut / 2) / math.sqrt(2 * math.pi)
     return math.sqrt(1 - 2 * cut * phi / math.erf(cut / math.sqrt(2)))
 
 
 class Cruncher(nn.Module):
-    """num_layers D x D linear layers, then a D -> 1 head: a deep linear model that is all matmuls.
+    """num_layers D x D linear layers, then a D -> 1 head: a deep linear model that is all matmuls (notebook 06).
 
     The layers draw their weights from torch's global stream, as the assignment's Linear does; a
     `generator` seeds a forked copy of that stream instead, so the init is reproducible and the
     global stream is left where it was.
     """
 
-    def __init__(self, dim: int, num_layers: int, *, generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self, dim: PositiveInt, num_layers: NonNegativeInt, *, generator: torch.Generator | None = None
+    ) -> None:
         super().__init__()
-        check_int("dim", dim)
-        check_int("num_layers", num_layers, minimum=0)
         with torch.random.fork_rng(devices=[], enabled=generator is not None):
             if generator is not None:
                 torch.manual_seed(int(torch.randint(2**62, (), generator=generator)))
@@ -47,16 +44,11 @@ class Cruncher(nn.Module):
         return self.head(x).squeeze(-1)
 
 
-def cruncher_num_parameters(dim: int, num_layers: int) -> int:
-    """D^2 per hidden layer plus D for the head: D^2 L + D."""
-    check_int("dim", dim)
-    check_int("num_layers", num_layers, minimum=0)
+def cruncher_num_parameters(dim: PositiveInt, num_layers: NonNegativeInt) -> int:
+    """D^2 per hidden layer plus D for the head: D^2 L + D (notebook 06)."""
     return dim * dim * num_layers + dim
 
 
-def cruncher_activation_numel(dim: int, num_layers: int, batch_size: int) -> int:
-    """Elements saved for backward besides the input batch: one (B, D) output per hidden layer, B D L."""
-    check_int("dim", dim)
-    check_int("num_layers", num_layers, minimum=0)
-    check_int("batch_size", batch_size)
+def cruncher_activation_numel(dim: PositiveInt, num_layers: NonNegativeInt, batch_size: PositiveInt) -> int:
+    """Elements saved for backward besides the input batch: one (B, D) output per hidden layer, B D L (notebook 06)."""
     return batch_size * dim * num_layers

@@ -1,4 +1,4 @@
-"""SGD, momentum, AdaGrad, RMSProp, Adam and AdamW written out as torch.optim.Optimizer subclasses.
+"""SGD, momentum, AdaGrad, RMSProp, Adam and AdamW written out as torch.optim.Optimizer subclasses (notebook 06).
 
 Each one is a short `_update` that says the math; the base class walks the parameter groups,
 skips parameters without a gradient and checks the hyperparameters. Every class is built as
@@ -11,39 +11,30 @@ skips parameters without a gradient and checks the hyperparameters. Every class 
     Adam      torch.optim.Adam(lr, betas, eps, weight_decay)
     AdamW     torch.optim.AdamW(lr, betas, eps, weight_decay)   (the handout's AdamW: lecture_utils.adamw)
 
-State lives in `self.state[p]` as tensors shaped like the parameter, so state_dict() and
-load_state_dict() round-trip it. Step counters are Python ints: they cost no tensor memory,
-so the state bytes are exactly 0, 1 or 2 times the parameter bytes.
+State lives in `self.state[p]` as tensors shaped like the parameter, so state_dict() round-trips
+it. Step counters are Python ints (no tensor memory), so the state bytes are exactly `state_tensors`
+(0, 1 or 2) times the parameter bytes: the count lecture_utils.accounting's recipes read off the class.
 """
 
-from __future__ import annotations
-
+import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from jaxtyping import Float
 
-from lecture_utils.checks import check_int
+from lecture_utils.checks import NonNegativeInt
 from lecture_utils.memory import tensor_bytes
 
 ParamsT = Iterable[torch.Tensor] | Iterable[dict[str, Any]]
 
 
-def _number(name: str, value: object, *, high: float | None = None) -> None:
-    """Reject a hyperparameter that is not a real number in [0, high) (or >= 0 without a high)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a float, got {type(value).__name__}")
-    if value < 0 or (high is not None and value >= high):
-        bounds = f"[0, {high})" if high is not None else ">= 0"
-        raise ValueError(f"{name} must be in {bounds}, got {value}")
-
-
 class _Optimizer(torch.optim.Optimizer):
-    """Shared loop: for every parameter with a gradient, call `_update(p, grad, state, group)`."""
+    """Shared loop: each parameter with a gradient goes to the subclass's `_update(p, grad, state, group)`."""
 
-    # Hyperparameters with an upper bound (momentum-like averages must stay below 1 to forget).
-    _below_one: tuple[str, ...] = ()
+    state_tensors: int  # tensors shaped like the parameter that `_update` keeps in self.state[p]
+    # Hyperparameters below 1, as well as >= 0 (a running average must forget to average).
+    _below_one: tuple[str, ...] = ("betas",)
     # True: weight decay shrinks p directly (AdamW); False: it is an L2 term added to the gradient.
     decoupled_weight_decay = False
 
@@ -57,27 +48,19 @@ class _Optimizer(torch.optim.Optimizer):
         self._check({k: v for k, v in self.param_groups[-1].items() if k in self.defaults})
 
     def _check(self, hyper: dict[str, Any]) -> None:
-        """Reject a hyperparameter that is not a number in range (betas as a pair of them)."""
+        """Reject a hyperparameter out of range, as torch.optim does (a group's overrides are not annotated)."""
         for name, value in hyper.items():
-            if name == "betas":
-                if not (isinstance(value, (tuple, list)) and len(value) == 2):
-                    raise TypeError(f"betas must be a pair (beta1, beta2), got {value!r}")
-                for i, beta in enumerate(value):
-                    _number(f"betas[{i}]", beta, high=1.0)
-            else:
-                _number(name, value, high=1.0 if name in self._below_one else None)
+            high = 1.0 if name in self._below_one else math.inf
+            if not all(0 <= v < high for v in (value if name == "betas" else (value,))):
+                raise ValueError(f"{name} must be in [0, {high}), got {value}")
 
     @torch.no_grad()
     def step(self, closure: Callable[[], torch.Tensor] | None = None) -> torch.Tensor | None:
         """Update every parameter that has a gradient; `closure` re-evaluates the loss if given."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        with torch.enable_grad():
+            loss = None if closure is None else closure()
         for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in (p for p in group["params"] if p.grad is not None):  # no gradient: not trained this step
                 if p.grad.is_sparse:
                     raise ValueError(f"{type(self).__name__} supports dense gradients only, got a sparse one")
                 grad = p.grad
@@ -86,13 +69,11 @@ class _Optimizer(torch.optim.Optimizer):
                 self._update(p, grad, self.state[p], group)
         return loss
 
-    def _update(self, p: torch.Tensor, grad: torch.Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        """Change p in place by one step, given its gradient (weight decay included), state and group."""
-        raise NotImplementedError
-
 
 class SGD(_Optimizer):
-    """p <- p - lr * g. No state."""
+    """p <- p - lr * g. No state (notebook 06)."""
+
+    state_tensors = 0
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, weight_decay: float = 0.0) -> None:
         super().__init__(params, dict(lr=lr, weight_decay=weight_decay))
@@ -102,12 +83,13 @@ class SGD(_Optimizer):
 
 
 class Momentum(_Optimizer):
-    """Heavy ball: v <- mu * v + g; p <- p - lr * v. One state tensor (the velocity).
+    """Heavy ball: v <- mu * v + g; p <- p - lr * v. One state tensor, the velocity (notebook 06).
 
     Some write the velocity as an average, v <- mu * v + (1 - mu) * g; from v = 0 that is this
     update with lr scaled by (1 - mu). This form is torch.optim.SGD's with dampening=0.
     """
 
+    state_tensors = 1
     _below_one = ("momentum",)
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, momentum: float = 0.9, weight_decay: float = 0.0) -> None:
@@ -130,27 +112,37 @@ class AdaGrad(_Optimizer):
     (notebook 06 separates the two effects).
     """
 
-    def __init__(self, params: ParamsT, lr: float = 1e-2, eps: float = 1e-10, weight_decay: float = 0.0,
-                 initial_accumulator_value: float = 0.0) -> None:
-        super().__init__(params, dict(lr=lr, eps=eps, weight_decay=weight_decay,
-                                      initial_accumulator_value=initial_accumulator_value))
+    state_tensors = 1
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-2,
+        eps: float = 1e-10,
+        weight_decay: float = 0.0,
+        initial_accumulator_value: float = 0.0,
+    ) -> None:
+        defaults = dict(lr=lr, eps=eps, weight_decay=weight_decay, initial_accumulator_value=initial_accumulator_value)
+        super().__init__(params, defaults)
 
     def _update(self, p, grad, state, group):
         if "sum_sq" not in state:
-            state["sum_sq"] = torch.full_like(p, group["initial_accumulator_value"],
-                                              memory_format=torch.preserve_format)
+            start = group["initial_accumulator_value"]
+            state["sum_sq"] = torch.full_like(p, start, memory_format=torch.preserve_format)
         s = state["sum_sq"]
         s.addcmul_(grad, grad)
         p.addcdiv_(grad, s.sqrt().add_(group["eps"]), value=-group["lr"])
 
 
 class RMSProp(_Optimizer):
-    """AdaGrad with a forgetting average: s <- alpha * s + (1 - alpha) * g^2; p <- p - lr * g / (sqrt(s) + eps)."""
+    """AdaGrad with forgetting (notebook 06): s <- alpha s + (1 - alpha) g^2; p <- p - lr g / (sqrt(s) + eps)."""
 
+    state_tensors = 1
     _below_one = ("alpha",)
 
-    def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0.0) -> None:
+    def __init__(
+        self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0.0
+    ) -> None:
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay))
 
     def _update(self, p, grad, state, group):
@@ -162,15 +154,23 @@ class RMSProp(_Optimizer):
 
 
 class Adam(_Optimizer):
-    """RMSProp plus momentum (Kingma & Ba, 2014): averages m of g and v of g^2, both bias-corrected.
+    """RMSProp plus momentum (Kingma & Ba, 2014): averages m of g and v of g^2, both bias-corrected (notebook 06).
 
     m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2;  p <- p - lr * m_hat / (sqrt(v_hat) + eps),
     with m_hat = m / (1 - b1^t) and v_hat = v / (1 - b2^t). Weight decay here is the L2 kind
     (added to g); AdamW decouples it. Two state tensors, plus the step count t as an int.
     """
 
-    def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0) -> None:
+    state_tensors = 2
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+    ) -> None:
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
 
     def _update(self, p, grad, state, group):
@@ -190,7 +190,7 @@ class Adam(_Optimizer):
 
 
 class AdamW(Adam):
-    """torch.optim.AdamW's algorithm (Loshchilov & Hutter, 2019), bit for bit: Adam with decoupled weight decay.
+    """torch.optim.AdamW's algorithm (Loshchilov & Hutter, 2019) bit for bit: decoupled weight decay (notebook 06).
 
     p <- p (1 - lr wd) before the Adam step, and eps added after the bias correction.
     lecture_utils.adamw.AdamW is the assignment handout's version (eps before the bias
@@ -199,8 +199,14 @@ class AdamW(Adam):
 
     decoupled_weight_decay = True
 
-    def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 1e-2) -> None:  # torch.optim.AdamW's default decay
+    def __init__(  # weight_decay = 1e-2 by default, as torch.optim.AdamW's
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+    ) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
 
 
@@ -208,39 +214,32 @@ OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
     c.__name__.lower(): c for c in (SGD, Momentum, AdaGrad, RMSProp, Adam, AdamW)
 }
 
-STATE_TENSORS_PER_PARAM: dict[str, int] = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}
-
 
 def optimizer_state_bytes(optimizer: torch.optim.Optimizer) -> int:
-    """Bytes of every tensor the optimizer keeps in its state (Python numbers count as 0)."""
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"expected a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    """Bytes of every tensor the optimizer keeps in its state, 0-d step counters too (notebook 06)."""
     tensors = (v for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor))
     return sum(tensor_bytes(v) for v in tensors)
 
 
 def trajectories(
-    optimizer: str | type[torch.optim.Optimizer],
-    loss_fn: Callable[[Float[torch.Tensor, "... dim"]], Float[torch.Tensor, ...]],
+    optimizer: Literal["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"] | type[torch.optim.Optimizer],
+    loss_fn: Callable[[Float[torch.Tensor, "... dim"]], Float[torch.Tensor, "..."]],
     start: Sequence[float],
-    *, steps: int, lrs: Sequence[float], **hyperparameters: Any,
+    *,
+    steps: NonNegativeInt,
+    lrs: Sequence[float],
+    **hyperparameters: Any,
 ) -> Float[torch.Tensor, "lr steps_plus_1 dim"]:
-    """The points an optimizer visits minimizing `loss_fn` from `start`, once per learning rate.
+    """The points an optimizer visits minimizing `loss_fn` from `start`, once per learning rate (notebook 06).
 
     Each learning rate gets its own copy of the point in its own parameter group, so one
     optimizer runs the whole sweep. Row [i, t] is the point after t steps with lrs[i].
     """
-    cls = OPTIMIZERS.get(optimizer) if isinstance(optimizer, str) else optimizer
-    if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)):
-        raise ValueError(f"unknown optimizer {optimizer!r}; expected one of {sorted(OPTIMIZERS)} or an Optimizer class")
-    check_int("steps", steps, 0)
+    cls = OPTIMIZERS[optimizer] if isinstance(optimizer, str) else optimizer
     if len(lrs) == 0:
-        raise ValueError("lrs must hold at least one learning rate")
-    start_t = torch.tensor(start, dtype=torch.float64)
-    if start_t.dim() != 1:
-        raise ValueError(f"start must be a flat sequence of coordinates, got shape {tuple(start_t.shape)}")
-    points = [torch.nn.Parameter(start_t.clone()) for _ in lrs]
-    opt = cls([{"params": [p], "lr": lr} for p, lr in zip(points, lrs)], lr=lrs[0], **hyperparameters)
+        raise ValueError("lrs must hold at least one learning rate: the sweep draws one path per rate")
+    points = [torch.nn.Parameter(torch.tensor(start, dtype=torch.float64)) for _ in lrs]
+    opt = cls([{"params": [p], "lr": lr} for p, lr in zip(points, lrs, strict=True)], lr=lrs[0], **hyperparameters)
     path = [torch.stack(points).detach()]
     for _ in range(steps):
         opt.zero_grad()

@@ -1,4 +1,4 @@
-"""Start N ranks of torch.distributed on this machine (gloo, forked processes) and collect their results.
+"""Start N ranks of torch.distributed on this machine (gloo, forked processes) and collect their results (notebook 09).
 
 Why fork: a spawned rank re-imports torch (about 5 s a rank on two cores); a forked one shares the
 parent's already-imported modules and starts in milliseconds. Every rank is quiet (its stdout,
@@ -6,8 +6,6 @@ stderr and warnings go to a file in a temporary directory) and its result or its
 back through a pipe. A rank that raises makes the parent kill the others and raise `RankError`
 naming the rank, the exception type and its message: nothing waits forever.
 """
-
-from __future__ import annotations
 
 import argparse
 import functools
@@ -22,29 +20,31 @@ import warnings
 from collections.abc import Callable
 from datetime import timedelta
 from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from lecture_utils.checks import check_int, check_positive
-from lecture_utils.sharding import APPROACHES
+from lecture_utils.checks import PositiveFloat, PositiveInt
+from lecture_utils.sharding import APPROACHES, Approach
 from lecture_utils.sharding_measure import RankReport, check_reports, format_reports, train_rank
 
 RankFn = Callable[[int, int], Any]  # (rank, world_size) -> a picklable result
 
 
 class RankError(RuntimeError):
-    """A rank raised: carries which rank, the exception's type name and its message."""
+    """A rank raised: carries which rank, the exception's type name and its message (notebook 09)."""
 
     def __init__(self, rank: int, exc_type: str, message: str, details: str = "") -> None:
         super().__init__(f"rank {rank} raised {exc_type}: {message}")
         self.rank, self.exc_type, self.message, self.details = rank, exc_type, message, details
 
 
-def _rank_main(fn: RankFn, rank: int, world_size: int, store_path: str, log_path: str,
-               timeout_s: float, conn: Connection) -> None:
+def _rank_main(
+    fn: RankFn, rank: int, world_size: int, store_path: str, log_path: str, timeout_s: float, conn: Connection
+) -> None:
     """Body of one forked rank: silence it, join the group, run `fn`, send back ("ok"|"error", payload)."""
     # The parent's fds 1 and 2 may be a notebook's output stream: a rank must not write there.
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -56,14 +56,15 @@ def _rank_main(fn: RankFn, rank: int, world_size: int, store_path: str, log_path
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             store = dist.FileStore(store_path, world_size)
-            dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
-                                    timeout=timedelta(seconds=timeout_s))
+            dist.init_process_group(
+                "gloo", store=store, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s)
+            )
             result = fn(rank, world_size)
             # A rank that tears down while a peer is still connecting breaks the peer's setup.
             dist.barrier()
             dist.destroy_process_group()
         conn.send(("ok", result))
-    except BaseException as exc:  # noqa: BLE001 - any failure must reach the parent, not vanish
+    except BaseException as exc:  # any failure must reach the parent, not vanish
         # Sent before any teardown: tearing down makes the other ranks fail too, a bit later, and the
         # parent reports the earliest failure as the cause. The process then exits without cleanup.
         conn.send(("error", (time.time(), type(exc).__name__, str(exc), traceback.format_exc())))
@@ -71,17 +72,13 @@ def _rank_main(fn: RankFn, rank: int, world_size: int, store_path: str, log_path
         conn.close()
 
 
-def run_ranks(fn: RankFn, world_size: int, timeout_s: float = 30.0) -> list[Any]:
-    """Run `fn(rank, world_size)` on `world_size` forked gloo ranks; return their results in rank order.
+def run_ranks(fn: RankFn, world_size: PositiveInt, timeout_s: PositiveFloat = 30.0) -> list[Any]:
+    """Run `fn(rank, world_size)` on `world_size` forked gloo ranks; return their results in rank order (notebook 09).
 
     `timeout_s` bounds every collective (the process group's timeout) and the whole run. The first
     rank to fail raises `RankError` here after the other ranks are killed; the rendezvous file and
     the ranks' logs live in a temporary directory that is removed on return.
     """
-    check_int("world_size", world_size)
-    check_positive(timeout_s=timeout_s)
-    if not callable(fn):
-        raise TypeError(f"fn must be a callable (rank, world_size) -> result, got {type(fn).__name__}")
     if "fork" not in mp.get_all_start_methods():
         raise RuntimeError("run_ranks needs the 'fork' start method (Linux or macOS); use torchrun instead")
     ctx = mp.get_context("fork")
@@ -89,8 +86,15 @@ def run_ranks(fn: RankFn, world_size: int, timeout_s: float = 30.0) -> list[Any]
         procs, conns = [], []
         for rank in range(world_size):
             parent_end, child_end = ctx.Pipe(duplex=False)
-            args = (fn, rank, world_size, str(Path(tmp) / "store"), str(Path(tmp) / f"rank{rank}.log"),
-                    timeout_s, child_end)
+            args = (
+                fn,
+                rank,
+                world_size,
+                str(Path(tmp) / "store"),
+                str(Path(tmp) / f"rank{rank}.log"),
+                timeout_s,
+                child_end,
+            )
             proc = ctx.Process(target=_rank_main, args=args, daemon=True)
             with warnings.catch_warnings():
                 # Python >= 3.12 warns on any fork of a threaded process. The risk is a lock held by
@@ -112,7 +116,7 @@ def run_ranks(fn: RankFn, world_size: int, timeout_s: float = 30.0) -> list[Any]
                 conn.close()
 
 
-def _collect(procs: list[mp.Process], conns: list[Connection], timeout_s: float) -> list[Any]:
+def _collect(procs: list[BaseProcess], conns: list[Connection], timeout_s: float) -> list[Any]:
     """Wait for one message a rank; raise at the first error, a silent death, or the deadline."""
     results: dict[int, Any] = {}
     deadline = time.monotonic() + timeout_s
@@ -127,8 +131,9 @@ def _collect(procs: list[mp.Process], conns: list[Connection], timeout_s: float)
                 status, payload = waiting.pop(rank).recv()
             except EOFError:
                 procs[rank].join(1.0)
-                raise RankError(rank, "ProcessExit", f"exited with code {procs[rank].exitcode} "
-                                "without a result") from None
+                raise RankError(
+                    rank, "ProcessExit", f"exited with code {procs[rank].exitcode} without a result"
+                ) from None
             if status == "error":
                 raise _earliest_error({rank: payload}, waiting)
             results[rank] = payload
@@ -149,7 +154,7 @@ def _earliest_error(errors: dict[int, tuple], waiting: dict[int, Connection]) ->
     return RankError(rank, *errors[rank][1:])
 
 
-def _stop(procs: list[mp.Process], grace_s: float) -> None:
+def _stop(procs: list[BaseProcess], grace_s: float) -> None:
     """Give ranks `grace_s` in all to exit, then terminate and finally kill the ones still running."""
     deadline = time.monotonic() + grace_s
     for proc in procs:
@@ -164,7 +169,7 @@ def _stop(procs: list[mp.Process], grace_s: float) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Command line: which engines to measure, how many steps, and (without torchrun) how many ranks."""
+    """Command line: which engines to measure, how many steps, and (without torchrun) how many ranks (notebook 09)."""
     parser = argparse.ArgumentParser(
         prog="python -m lecture_utils.sharding_launch",
         description="Train a small model under DDP, ZeRO-1 and FSDP2 and check each rank's bytes against "
@@ -184,7 +189,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _torchrun_reports(approach: str, steps: int, timeout_s: float) -> list[RankReport] | None:
+def _torchrun_reports(approach: Approach, steps: int, timeout_s: float) -> list[RankReport] | None:
     """Under torchrun: join its group (NCCL on CUDA), train, gather every rank's report on rank 0."""
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = torch.device("cpu")

@@ -1,21 +1,20 @@
-"""What one rank holds and sends while it trains under DDP, ZeRO-1 or FSDP2: measured, not modelled.
+"""What one rank holds and sends while it trains under DDP, ZeRO-1 or FSDP2: measured, not modelled (notebook 09).
 
 `train_rank` runs inside a process group (forked by `sharding_launch.run_ranks`, or under torchrun).
 It trains `sharding.make_model()` a few AdamW steps on this rank's slice of one fixed batch, then
-counts the bytes of the tensors this rank holds (parameters, gradients, Adam's m and v; DTensor
-local shards for FSDP2) and the sizes of the tensors it passed to each collective in the last step.
+reads the bytes of the tensors this rank holds with lecture_utils.accounting.measure_state
+(parameters, gradients, Adam's m and v; DTensor local shards for FSDP2) and the sizes of the
+tensors it passed to each collective in the last step.
 """
-
-from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-import torch._dynamo  # noqa: F401 - fully_shard imports it; importing once here spares each forked rank
+import torch._dynamo  # fully_shard imports it; importing it once here spares each forked rank
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
@@ -29,8 +28,11 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"`torch\.jit\.\w+` is deprecated", category=DeprecationWarning)
     from torch.distributed.optim import ZeroRedundancyOptimizer
 
+from lecture_utils.accounting import measure_state
+from lecture_utils.checks import NonNegativeInt, PositiveInt
+from lecture_utils.memory import tensor_bytes
 from lecture_utils.sharding import (
-    check_approach,
+    Approach,
     make_batch,
     make_model,
     predicted_rank_bytes,
@@ -45,39 +47,29 @@ LR = 1e-2
 
 @dataclass
 class RankReport:
-    """One rank's measured bytes (state after the last step, before zero_grad) and traffic of that step."""
+    """One rank's bytes (state after the last step, before zero_grad) and traffic of that step (notebook 09)."""
 
     rank: int
     world_size: int
-    approach: str
-    params: int
-    grads: int
-    optim: int  # Adam's m and v: what the ZeRO accounting calls optimizer state
-    step_counters: int  # Adam's per-tensor `step` scalars: bookkeeping the accounting leaves out
+    approach: Approach
+    held: dict[str, int] = field(default_factory=dict)  # bytes per accounting component, empty ones left out
+    step_counters: int = 0  # Adam's per-tensor `step` scalars: bookkeeping the accounting leaves out
     comm: list[tuple[str, int]] = field(default_factory=list)  # (collective, bytes of the tensor passed)
     losses: list[float] = field(default_factory=list)
     weights: np.ndarray | None = None  # the full trained weights, flattened, as this rank sees them
 
 
-def local_bytes(tensor: torch.Tensor | None) -> int:
-    """Bytes of the part of `tensor` this rank stores: a DTensor's local shard, else the whole tensor."""
-    if tensor is None:
-        return 0
-    local = tensor.to_local() if hasattr(tensor, "to_local") else tensor
-    return local.numel() * local.element_size()
-
-
 @contextlib.contextmanager
 def record_collectives(log: list[tuple[str, int]]) -> Iterator[None]:
-    """Log (name, bytes) of every collective called via torch.distributed while active.
+    """Log (name, bytes) of every collective called via torch.distributed while active (notebook 09).
 
     For all-gather the full (output) tensor is logged and for reduce-scatter the full (input) one, so
     every entry is the size of the whole tensor the collective works on, whatever the algorithm sends.
     """
     originals = {name: getattr(dist, name) for name in PATCHED}
 
-    def wrap(name: str, fn):  # noqa: ANN001, ANN202 - a thin pass-through
-        def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def wrap(name: str, fn: Callable[..., object]) -> Callable[..., object]:  # a thin pass-through
+        def counted(*args: object, **kwargs: object) -> object:
             tensor = args[0] if args else kwargs.get("tensor", kwargs.get("output_tensor"))
             if name == "reduce_scatter_single":
                 tensor = kwargs.get("input", args[1] if len(args) > 1 else None)
@@ -95,7 +87,7 @@ def record_collectives(log: list[tuple[str, int]]) -> Iterator[None]:
             setattr(dist, name, fn)
 
 
-def _wrap(model: nn.Module, approach: str, device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer]:
+def _wrap(model: nn.Module, approach: Approach, device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer]:
     """Put `model` under `approach` and build its AdamW (sharded for ZeRO-1 and FSDP2)."""
     if approach == "fsdp2":
         mesh = DeviceMesh.from_group(dist.group.WORLD, device.type)  # one axis: all ranks shard
@@ -115,24 +107,28 @@ def _wrap(model: nn.Module, approach: str, device: torch.device) -> tuple[nn.Mod
     return ddp, torch.optim.AdamW(ddp.parameters(), lr=LR)
 
 
-def _optimizer_state(optimizer: torch.optim.Optimizer) -> dict:
-    """This rank's own optimizer state: ZeroRedundancyOptimizer keeps its shard's in `.optim.state`."""
-    return (optimizer.optim if isinstance(optimizer, ZeroRedundancyOptimizer) else optimizer).state
+def _local_optimizer(optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+    """The optimizer of this rank's own parameters: ZeroRedundancyOptimizer keeps its shard's in `.optim`."""
+    return optimizer.optim if isinstance(optimizer, ZeroRedundancyOptimizer) else optimizer
 
 
-def train_rank(rank: int, world_size: int, approach: str, steps: int = 3,
-               device: torch.device | None = None) -> RankReport:
-    """Train under `approach` in the current process group and report what this rank holds and sends."""
-    check_approach(approach)
+def train_rank(
+    rank: NonNegativeInt,
+    world_size: PositiveInt,
+    approach: Approach,
+    steps: PositiveInt = 3,
+    device: torch.device | None = None,
+) -> RankReport:
+    """Train under `approach` in the current process group and report what this rank holds and sends (notebook 09)."""
     device = device or torch.device("cpu")
     torch.manual_seed(0)
     model = make_model().to(device)
     x, y = (t.to(device) for t in make_batch())
     rows = x.shape[0] // world_size  # each rank trains on its own slice of the same global batch
-    x, y = x[rank * rows:(rank + 1) * rows], y[rank * rows:(rank + 1) * rows]
+    x, y = x[rank * rows : (rank + 1) * rows], y[rank * rows : (rank + 1) * rows]
     log: list[tuple[str, int]] = []
     wrapped, optimizer = _wrap(model, approach, device)
-    report = RankReport(rank, world_size, approach, 0, 0, 0, 0)
+    report = RankReport(rank, world_size, approach)
     for _ in range(steps):
         log.clear()
         with record_collectives(log):
@@ -144,20 +140,17 @@ def train_rank(rank: int, world_size: int, approach: str, steps: int = 3,
         dist.all_reduce(mean_loss)  # outside the recording: only for printing the global loss
         report.losses.append(mean_loss.item() / world_size)
     report.comm = list(log)
+    local = _local_optimizer(optimizer)
+    report.held = measure_state(model, local).component_bytes()
+    report.step_counters = sum(tensor_bytes(s["step"]) for s in local.state.values())
     params = list(model.parameters())
-    report.params = sum(local_bytes(p) for p in params)
-    report.grads = sum(local_bytes(p.grad) for p in params)
-    states = _optimizer_state(optimizer).values()
-    report.optim = sum(local_bytes(s[k]) for s in states for k in ("exp_avg", "exp_avg_sq"))
-    report.step_counters = sum(local_bytes(s["step"]) for s in states)
     full = [(p.full_tensor() if hasattr(p, "full_tensor") else p).detach() for p in params]
     report.weights = torch.cat([t.reshape(-1) for t in full]).cpu().numpy()
     return report
 
 
-
-def reference_weights(steps: int = 3) -> np.ndarray:
-    """The same training in one process on the whole batch: what every rank's weights must equal."""
+def reference_weights(steps: PositiveInt = 3) -> np.ndarray:
+    """The same training in one process on the whole batch: what every rank's weights must equal (notebook 09)."""
     torch.manual_seed(0)
     model = make_model()
     x, y = make_batch()
@@ -169,15 +162,14 @@ def reference_weights(steps: int = 3) -> np.ndarray:
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
 
 
-def check_reports(reports: list[RankReport], steps: int = 3) -> None:
-    """Raise AssertionError unless every rank's bytes and traffic equal the prediction and weights agree."""
+def check_reports(reports: list[RankReport], steps: PositiveInt = 3) -> None:
+    """Raise AssertionError unless each rank's bytes and traffic are as predicted and weights agree (notebook 09)."""
     model = make_model()
     param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     reference = torch.from_numpy(reference_weights(steps))
     for r in reports:
-        measured = {"params": r.params, "grads": r.grads, "optim": r.optim}
         predicted = predicted_rank_bytes(model, r.approach, r.world_size, r.rank)
-        assert measured == predicted, f"{r.approach} rank {r.rank}: measured {measured}, predicted {predicted}"
+        assert r.held == predicted, f"{r.approach} rank {r.rank}: measured {r.held}, predicted {predicted}"
         counters = predicted_step_counter_bytes(model, r.approach, r.world_size, r.rank)
         assert r.step_counters == counters, f"{r.approach} rank {r.rank}: counters {r.step_counters} B != {counters}"
         traffic: dict[str, int] = {}
@@ -191,11 +183,16 @@ def check_reports(reports: list[RankReport], steps: int = 3) -> None:
 
 
 def format_reports(reports: list[RankReport]) -> str:
-    """A table, one row a rank: bytes held, bytes passed to collectives in the last step, final loss."""
-    lines = [f"{'approach':8} {'ranks':>5} {'rank':>4} {'params B':>9} {'grads B':>8} {'Adam m,v B':>10} "
-             f"{'collectives B':>13} {'loss':>6}"]
+    """A table, one row a rank: bytes held, bytes passed to collectives in the last step, final loss (notebook 09)."""
+    lines = [
+        f"{'approach':8} {'ranks':>5} {'rank':>4} {'params B':>9} {'grads B':>8} {'Adam m,v B':>10} "
+        f"{'collectives B':>13} {'loss':>6}"
+    ]
     for r in reports:
+        params, grads, state = (r.held.get(name, 0) for name in ("parameters", "gradients", "optimizer_state"))
         sent = sum(size for _, size in r.comm)
-        lines.append(f"{r.approach:8} {r.world_size:>5} {r.rank:>4} {r.params:>9,} {r.grads:>8,} {r.optim:>10,} "
-                     f"{sent:>13,} {r.losses[-1]:>6.3f}")
+        lines.append(
+            f"{r.approach:8} {r.world_size:>5} {r.rank:>4} {params:>9,} {grads:>8,} {state:>10,} "
+            f"{sent:>13,} {r.losses[-1]:>6.3f}"
+        )
     return "\n".join(lines)

@@ -1,6 +1,4 @@
-"""A training loop small enough to read: seeded init, warm-up + cosine schedule, clipping, evaluation, logging."""
-
-from __future__ import annotations
+"""A training loop small enough to read: warm-up + cosine schedule, clipping, evaluation, logging (notebook 07)."""
 
 import os
 from collections.abc import Iterator
@@ -13,32 +11,9 @@ from jaxtyping import Int, Integer
 from torch import nn
 
 from lecture_utils.batching import get_batch
-from lecture_utils.checks import check_int, check_positive
+from lecture_utils.checks import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 from lecture_utils.nn_basics import cross_entropy
 from lecture_utils.schedule import get_lr_cosine_schedule, gradient_clipping
-
-
-def init_weights_(model: nn.Module, generator: torch.Generator, *, std: float = 0.02) -> nn.Module:
-    """Redraw every Linear and Embedding weight from `generator` as N(0, std^2) cut at 3 std; zero the biases.
-
-    An explicit generator makes the init reproducible, or variable, on its own, whatever the data
-    order and the global stream do. Small weights make the first predictions nearly uniform, so
-    a language model's loss starts at about log(vocab_size).
-    """
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    check_positive(std=std)
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                # Draw where the generator lives and copy: a CPU generator then gives the same
-                # weights whether the model sits on the CPU or on a GPU.
-                weight = torch.empty(module.weight.shape, device=generator.device)
-                nn.init.trunc_normal_(weight, std=std, a=-3 * std, b=3 * std, generator=generator)
-                module.weight.copy_(weight)
-            if isinstance(module, nn.Linear) and module.bias is not None:
-                module.bias.zero_()
-    return model
 
 
 @contextmanager
@@ -48,7 +23,7 @@ def deterministic_algorithms(device: torch.device | str) -> Iterator[None]:
     On a GPU the same inputs can give different last bits run to run: kernels that add with
     atomics, cuDNN's benchmark mode picking the fastest algorithm each time. Inside, torch raises
     on an op that has no deterministic version. cuBLAS needs CUBLAS_WORKSPACE_CONFIG=:4096:8 (or
-    :16:8) set before its first call, so on CUDA a missing setting is an error here, not later.
+    :16:8) set before its first call, so on CUDA a missing setting is an error here, not later (notebook 07).
     """
     if torch.device(device).type == "cuda" and os.environ.get("CUBLAS_WORKSPACE_CONFIG") not in (":4096:8", ":16:8"):
         raise RuntimeError("set CUBLAS_WORKSPACE_CONFIG=:4096:8 before the first cuBLAS call (at the program's top)")
@@ -68,31 +43,30 @@ class TrainConfig:
     """Everything the loop needs besides model, optimizer and data; the schedule runs over total_steps.
 
     The schedule is the assignment's get_lr_cosine_schedule with cosine_cycle_iters = total_steps:
-    rate 0 at step 0, the peak at step warmup_steps, max_lr * min_lr_ratio from total_steps on.
+    rate 0 at step 0, the peak at step warmup_steps, max_lr * min_lr_ratio from total_steps on (notebook 07).
     """
 
-    max_lr: float
-    total_steps: int
-    batch_size: int = 16
-    context_length: int = 32
-    warmup_steps: int = 10
-    min_lr_ratio: float = 0.1
-    max_grad_norm: float = 1.0
-    eval_every: int = 25
-    eval_batches: int = 4
+    max_lr: PositiveFloat
+    total_steps: PositiveInt
+    batch_size: PositiveInt = 16
+    context_length: PositiveInt = 32
+    warmup_steps: NonNegativeInt = 10
+    min_lr_ratio: NonNegativeFloat = 0.1
+    max_grad_norm: PositiveFloat = 1.0
+    eval_every: PositiveInt = 25
+    eval_batches: PositiveInt = 4
     eval_seed: int = 1234
 
     def __post_init__(self) -> None:
-        for name in ("total_steps", "batch_size", "context_length", "eval_every", "eval_batches"):
-            check_int(name, getattr(self, name))
-        check_int("warmup_steps", self.warmup_steps, 0)
-        check_positive(max_lr=self.max_lr, max_grad_norm=self.max_grad_norm)
-        if not 0 <= self.min_lr_ratio <= 1:
-            raise ValueError(f"min_lr_ratio must lie in [0, 1], got {self.min_lr_ratio}")
+        # Rules between fields, which no single annotation can state.
+        if self.min_lr_ratio > 1:
+            raise ValueError(f"min_lr_ratio is the floor as a share of max_lr, at most 1, got {self.min_lr_ratio}")
         if self.warmup_steps > self.total_steps:
-            raise ValueError(f"warmup_steps must lie in [0, total_steps], got {self.warmup_steps}")
+            raise ValueError(
+                f"warmup_steps must lie in [0, total_steps]: the cosine follows it, got {self.warmup_steps}"
+            )
 
-    def lr(self, step: int) -> float:
+    def lr(self, step: NonNegativeInt) -> float:
         """The scheduled learning rate at 0-based `step`."""
         return get_lr_cosine_schedule(
             step, self.max_lr, self.max_lr * self.min_lr_ratio, self.warmup_steps, self.total_steps
@@ -101,7 +75,10 @@ class TrainConfig:
 
 @dataclass
 class TrainLog:
-    """Per-update records keyed by the 0-based step; eval_step counts the updates done before each evaluation."""
+    """Per-update records keyed by the 0-based step (notebook 07).
+
+    eval_step counts the updates done before each evaluation.
+    """
 
     step: list[int] = field(default_factory=list)
     lr: list[float] = field(default_factory=list)
@@ -117,10 +94,13 @@ def train_step(
     x: Int[torch.Tensor, "batch seq"],
     y: Int[torch.Tensor, "batch seq"],
     *,
-    lr: float,
-    max_grad_norm: float,
+    lr: NonNegativeFloat,
+    max_grad_norm: PositiveFloat,
 ) -> tuple[float, float]:
-    """One update: set lr, forward, loss, zero_grad, backward, clip, step. Returns (loss, grad norm before clipping)."""
+    """One update: set lr, forward, loss, zero_grad, backward, clip, step (notebook 07).
+
+    Returns the loss and the gradient norm before clipping, as Python floats.
+    """
     for group in optimizer.param_groups:
         group["lr"] = lr
     model.train()
@@ -138,18 +118,17 @@ def evaluate(
     model: nn.Module,
     data: Integer[np.ndarray, " tokens"],
     *,
-    batch_size: int,
-    context_length: int,
-    batches: int,
+    batch_size: PositiveInt,
+    context_length: PositiveInt,
+    batches: PositiveInt,
     device: torch.device | str,
     seed: int,
 ) -> float:
     """Mean loss on `batches` held-out batches, the same ones on every call (their own generator, from `seed`).
 
     Dropout is off during evaluation and no shared random stream is touched, so evaluating
-    leaves the training run exactly as it would have been without it.
+    leaves the training run exactly as it would have been without it (notebook 07).
     """
-    check_int("batches", batches)
     was_training = model.training
     model.eval()
     generator = torch.Generator().manual_seed(seed)
@@ -169,28 +148,24 @@ def train(
     *,
     device: torch.device | str,
     data_generator: torch.Generator,
-    start_step: int = 0,
-    stop_step: int | None = None,
-    eval_data: Integer[np.ndarray, " tokens"] | None = None,
+    start_step: NonNegativeInt = 0,
+    stop_step: NonNegativeInt | None = None,
+    eval_data: Integer[np.ndarray, " eval_tokens"] | None = None,
     log: TrainLog | None = None,
-    print_every: int | None = None,
+    print_every: PositiveInt | None = None,
 ) -> TrainLog:
     """Run steps start_step .. stop_step - 1 (default: to config.total_steps), evaluating every config.eval_every steps.
 
     Pass the log of an earlier call to continue it. print_every prints a line at each evaluation
-    whose step is a multiple of it.
+    whose step is a multiple of it (notebook 07).
     """
     stop_step = config.total_steps if stop_step is None else stop_step
-    check_int("start_step", start_step, 0)
-    check_int("stop_step", stop_step, 0)
     if start_step > stop_step:
         raise ValueError(f"need 0 <= start_step <= stop_step, got {start_step} and {stop_step}")
     log = TrainLog() if log is None else log
     for step in range(start_step, stop_step):
         x, y = get_batch(train_data, config.batch_size, config.context_length, device, generator=data_generator)
-        loss, grad_norm = train_step(
-            model, optimizer, x, y, lr=config.lr(step), max_grad_norm=config.max_grad_norm
-        )
+        loss, grad_norm = train_step(model, optimizer, x, y, lr=config.lr(step), max_grad_norm=config.max_grad_norm)
         log.step.append(step)
         # Record the rate the optimizer actually held, not the schedule's value, so a schedule
         # that never reached the optimizer shows up in the log.
@@ -200,8 +175,13 @@ def train(
         done = step + 1
         if eval_data is not None and (done % config.eval_every == 0 or done == config.total_steps):
             eval_loss = evaluate(
-                model, eval_data, batch_size=config.batch_size, context_length=config.context_length,
-                batches=config.eval_batches, device=device, seed=config.eval_seed,
+                model,
+                eval_data,
+                batch_size=config.batch_size,
+                context_length=config.context_length,
+                batches=config.eval_batches,
+                device=device,
+                seed=config.eval_seed,
             )
             log.eval_step.append(done)
             log.eval_loss.append(eval_loss)

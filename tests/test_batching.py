@@ -1,7 +1,5 @@
 """get_batch on a np.memmap: shapes, int64, the one-token shift, every start reachable, the device."""
 
-from __future__ import annotations
-
 import os
 import tempfile
 
@@ -55,31 +53,25 @@ def test_reproducible_from_the_global_seed_or_a_generator():
     torch.manual_seed(3)
     first = get_batch(data, 4, 8, "cpu")
     torch.manual_seed(3)
-    assert all(torch.equal(a, b) for a, b in zip(first, get_batch(data, 4, 8, "cpu")))
+    assert all(torch.equal(a, b) for a, b in zip(first, get_batch(data, 4, 8, "cpu"), strict=True))
     own = [get_batch(data, 4, 8, "cpu", generator=torch.Generator().manual_seed(7)) for _ in range(2)]
-    assert all(torch.equal(a, b) for a, b in zip(*own))
+    assert all(torch.equal(a, b) for a, b in zip(*own, strict=True))
 
 
-@pytest.mark.parametrize("device", ["cpu", torch.device("cpu"),
-                                    pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
-                                                                                  reason="needs a CUDA GPU"))])
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        torch.device("cpu"),
+        pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")),
+    ],
+)
 def test_batches_land_on_the_device(device):
     x, y = get_batch(np.arange(100, dtype=np.int64), 2, 5, device)
     assert x.device.type == y.device.type == torch.device(device).type
     assert torch.equal(y.cpu(), x.cpu() + 1)
 
 
-@pytest.mark.parametrize(
-    "data, batch_size, context_length, error, match",
-    [
-        (np.arange(10), 2, 10, ValueError, "needs at least 11 tokens"),
-        (np.zeros((4, 10), dtype=np.int64), 2, 3, ValueError, "must be 1-D"),
-        (np.zeros(10, dtype=np.float32), 2, 3, TypeError, "integer token ids"),
-        (list(range(10)), 2, 3, TypeError, "numpy array"),
-        (np.arange(10), 0, 3, ValueError, "batch_size must be positive"),
-        (np.arange(10), 2, 3.0, TypeError, "context_length must be an int"),
-    ],
-)
-def test_bad_input_gets_a_clear_error(data, batch_size, context_length, error, match):
-    with pytest.raises(error, match=match):
-        get_batch(data, batch_size, context_length, "cpu")
+def test_a_context_as_long_as_the_data_leaves_no_target():
+    with pytest.raises(ValueError, match="needs at least 11 tokens"):
+        get_batch(np.arange(10), 2, 10, "cpu")

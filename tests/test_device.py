@@ -12,15 +12,13 @@ def test_pick_device_matches_what_torch_sees():
 def test_sized_picks_by_device_type():
     assert sized("cpu", cpu=256, cuda=8192) == 256
     assert sized(torch.device("cuda", 0), cpu=256, cuda=8192) == 8192
-    with pytest.raises(ValueError, match="no problem size for device type 'meta'"):
+    with pytest.raises(ValueError, match="device type 'meta' is not supported"):
         sized("meta", cpu=1, cuda=2)
 
 
 def test_synchronize_and_name_on_cpu():
     synchronize("cpu")  # a no-op that must not fail
     assert device_name("cpu") == "cpu"
-    with pytest.raises(ValueError, match="unsupported device type"):
-        device_name("meta")
 
 
 def test_torch_threads_sets_the_count_and_restores_it_even_after_an_error():
@@ -32,7 +30,3 @@ def test_torch_threads_sets_the_count_and_restores_it_even_after_an_error():
     assert torch.get_num_threads() == before
     with torch_threads(None):
         assert torch.get_num_threads() == before
-    for bad in (0, -2, 1.5):
-        with pytest.raises(ValueError, match="positive int"):
-            with torch_threads(bad):
-                pass

@@ -4,14 +4,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from lecture_utils.dtypes import (
-    FORMATS,
-    float_bits,
-    float_format,
-    float_range,
-    relative_spacing,
-    ulp,
-)
+from lecture_utils.dtypes import FORMATS, float_bits, float_format, float_range, relative_spacing, ulp
 from lecture_utils.figures.floats import draw_float_formats, draw_float_spacing
 from lecture_utils.figures.memory import draw_host_to_gpu
 from lecture_utils.hardware import PCIE_GEN5_X16_BYTES_PER_S
@@ -106,23 +99,11 @@ def test_relative_spacing_at_one_is_eps_and_undefined_outside_the_range():
     assert relative_spacing(torch.tensor([2.0**-24]), torch.float16).item() == 1.0
 
 
-def test_bad_input_is_rejected():
-    with pytest.raises(TypeError, match="torch.dtype"):
-        float_format("float32")
-    with pytest.raises(ValueError, match="no bit layout"):
+def test_a_dtype_without_a_bit_layout_is_named():
+    with pytest.raises(ValueError, match=r"no bit layout for torch\.int32"):
         float_format(torch.int32)
-    with pytest.raises(ValueError, match="no bit layout"):
+    with pytest.raises(ValueError, match=r"no bit layout for torch\.float64"):
         float_bits(1.0, torch.float64)
-    with pytest.raises(TypeError, match="Python number"):
-        float_bits("1.0", torch.float32)
-    with pytest.raises(TypeError, match="Python number"):
-        float_bits(True, torch.float32)
-    with pytest.raises(TypeError, match="floating-point tensor"):
-        ulp(torch.tensor([1, 2]), torch.float16)
-    with pytest.raises(ValueError, match="no bit layout"):
-        relative_spacing(torch.tensor([1.0]), torch.float64)
-    with pytest.raises(TypeError, match="floating-point tensor"):
-        relative_spacing([1.0], torch.float16)
 
 
 def test_pcie_gen5_x16_is_64_gb_per_s():

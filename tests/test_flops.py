@@ -13,7 +13,8 @@ from lecture_utils.flops import (
     matmul_flops,
     mfu,
 )
-from lecture_utils.hardware import ACCELERATORS, UnknownAcceleratorError, lookup_accelerator, peak_flops
+from lecture_utils.hardware import ACCELERATORS, UnknownAcceleratorError, lookup_accelerator
+from lecture_utils.peaks import peak_flops
 
 
 def counted(fn) -> int:
@@ -27,7 +28,7 @@ def random_matmul_shapes(rng: random.Random) -> tuple[list[int], list[int]]:
     m, n, p = (rng.randint(1, 12) for _ in range(3))
     batch = [rng.randint(1, 4) for _ in range(rng.randint(0, 2))]
     a_batch = [d if rng.random() < 0.7 else 1 for d in batch]
-    b_batch = [d if rng.random() < 0.7 else 1 for d in batch][rng.randint(0, len(batch)):]
+    b_batch = [d if rng.random() < 0.7 else 1 for d in batch][rng.randint(0, len(batch)) :]
     return [*a_batch, m, n], [*b_batch, n, p]
 
 
@@ -63,7 +64,7 @@ def test_count_flops_reports_totals_and_modules():
     assert report.module_total("Sequential.2") == linear_flops(3, 16, 4)
     assert report.total == report.module_total("Global") == report.module_total("Sequential") == 768 + 384
     assert report.by_module["Sequential.0"] == {"mm": 768}
-    with pytest.raises(KeyError, match="no module 'Sequential.1'"):
+    with pytest.raises(KeyError, match=r"no module 'Sequential\.1'"):
         report.module_total("Sequential.1")
 
 
@@ -74,32 +75,21 @@ def test_count_flops_counts_only_matmul_like_ops():
 
 
 @pytest.mark.parametrize(
-    "a_shape, b_shape, error, message",
+    "a_shape, b_shape, message",
     [
-        ((2, 3), (4, 5), ValueError, "inner dimensions differ"),
-        ((3,), (3, 4), ValueError, "2\\+ dims"),
-        ((0, 3), (3, 4), ValueError, "m must be positive"),
-        ((2, 3), (3, -1), ValueError, "p must be positive"),
-        ((2, 2, 3), (3, 3, 4), ValueError, "do not broadcast"),
-        ((0, 2, 3), (3, 4), ValueError, "batch dim 0 must be positive"),
-        ((2, 3.0), (3, 4), TypeError, "n must be an int"),
-        ((2, True), (True, 4), TypeError, "must be an int"),
+        ((2, 3), (4, 5), "inner dimensions differ"),
+        ((3,), (3, 4), "2\\+ dims"),
+        ((2, 2, 3), (3, 3, 4), "do not broadcast"),
     ],
 )
-def test_matmul_flops_rejects_bad_shapes(a_shape, b_shape, error, message):
-    with pytest.raises(error, match=message):
+def test_shapes_that_cannot_be_multiplied_are_refused(a_shape, b_shape, message):
+    # The rules of a matmul itself; a shape is a tuple, not a tensor, so no annotation can say them.
+    with pytest.raises(ValueError, match=message):
         matmul_flops(a_shape, b_shape)
 
 
-def test_linear_and_count_flops_reject_bad_input():
-    with pytest.raises(ValueError, match="tokens must be positive"):
-        linear_flops(0, 4, 4)
-    with pytest.raises(ValueError, match="d_out must be positive"):
-        linear_flops(2, 4, -4)
-    with pytest.raises(TypeError, match="d_in must be an int"):
-        linear_flops(2, 4.0, 4)
-    with pytest.raises(TypeError, match="callable"):
-        count_flops(42)
+def test_an_empty_matmul_costs_nothing():
+    assert matmul_flops((0, 3), (3, 4)) == 0 == counted(lambda: torch.randn(0, 3) @ torch.randn(3, 4))
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -126,10 +116,6 @@ def test_roofline_bound_and_ridge():
     assert attainable_flops(10.0, peak, bandwidth) == pytest.approx(10 * 3.35e12)
     assert attainable_flops(ridge * 2, peak, bandwidth) == peak
     assert attainable_flops(ridge, peak, bandwidth) == pytest.approx(peak)
-    with pytest.raises(ValueError, match="intensity must be positive"):
-        attainable_flops(0.0, peak, bandwidth)
-    with pytest.raises(ValueError, match="bytes_moved must be positive"):
-        arithmetic_intensity(1.0, 0)
 
 
 def test_mfu_arithmetic_by_hand():
@@ -142,25 +128,15 @@ def test_mfu_arithmetic_by_hand():
     assert mfu(100, 1.0, 100e9) == pytest.approx(1e-9)
 
 
-@pytest.mark.parametrize(
-    "flops, seconds, peak, error, message",
-    [
-        (2e15, 1.0, 989.5e12, ValueError, "MFU 2.02 > 1"),
-        (1e9, 1.0, 1.0, ValueError, "not a real device"),
-        (1e9, 1.0, 989.5, ValueError, "not a real device"),  # TFLOP/s passed as FLOP/s
-        (1e9, 0.0, 1e12, ValueError, "seconds must be positive"),
-        (1e9, -1.0, 1e12, ValueError, "seconds must be positive"),
-        (0, 1.0, 1e12, ValueError, "flops must be positive"),
-        (1e9, 1.0, 0.0, ValueError, "peak_flops must be positive"),
-        (1e9, float("nan"), 1e12, ValueError, "seconds must be positive"),
-        (1e9, 1.0, float("inf"), ValueError, "peak_flops must be positive and finite"),
-        ("1e9", 1.0, 1e12, TypeError, "flops must be a number"),
-        (1e9, 1.0, None, TypeError, "peak_flops must be a number"),
-    ],
-)
-def test_mfu_rejects_impossible_input(flops, seconds, peak, error, message):
-    with pytest.raises(error, match=message):
-        mfu(flops, seconds, peak)
+def test_an_mfu_above_1_is_refused_with_its_likely_causes():
+    with pytest.raises(ValueError, match=r"MFU 2\.02 > 1.*peak is for this device and dtype.*timing synchronized"):
+        mfu(2e15, 1.0, 989.5e12)
+
+
+@pytest.mark.parametrize("peak", [1.0, 989.5])  # a placeholder, and TFLOP/s passed as FLOP/s
+def test_an_implausible_peak_is_refused(peak):
+    with pytest.raises(ValueError, match="not a real device's; pass the dense peak in FLOP/s"):
+        mfu(1e9, 1.0, peak)
 
 
 # (torch.cuda.get_device_name spelling, dense bf16, fp32 'highest', fp32 'high' = TF32) in TFLOP/s

@@ -9,12 +9,9 @@ from lecture_utils.hardware import (
     PRECISIONS,
     Accelerator,
     UnknownAcceleratorError,
-    cpu_peak_estimate,
-    expected_speedup,
     lookup_accelerator,
-    matmul_precision,
-    peak_flops,
 )
+from lecture_utils.peaks import cpu_peak_estimate, expected_speedup, matmul_precision, peak_flops
 
 # torch.cuda.get_device_name() spellings (as the cards report them) and the row each must resolve to.
 TORCH_SPELLINGS = [
@@ -59,7 +56,9 @@ NOT_IN_TABLE = [
 ]
 
 
-@pytest.mark.parametrize("name, expected", TORCH_SPELLINGS + [("h100-sxm", "H100 SXM"), ("  GH200-96GB ", "GH200 96GB")])
+@pytest.mark.parametrize(
+    "name, expected", [*TORCH_SPELLINGS, ("h100-sxm", "H100 SXM"), ("  GH200-96GB ", "GH200 96GB")]
+)
 def test_lookup_by_device_name(name, expected):
     assert lookup_accelerator(name).name == expected
 
@@ -77,13 +76,8 @@ def test_a_name_matches_at_most_one_rule(name):
 
 @pytest.mark.parametrize("name", NOT_IN_TABLE)
 def test_unknown_or_different_variants_are_rejected(name):
-    with pytest.raises(UnknownAcceleratorError, match="no datasheet figures.*report achieved FLOP/s only"):
+    with pytest.raises(UnknownAcceleratorError, match=r"no datasheet figures.*report achieved FLOP/s only"):
         lookup_accelerator(name)
-
-
-def test_lookup_rejects_non_strings():
-    with pytest.raises(TypeError):
-        lookup_accelerator(100)
 
 
 def test_datasheet_figures():
@@ -161,29 +155,23 @@ def test_cards_without_bf16_say_so(name):
     accelerator = lookup_accelerator(name)
     with pytest.raises(ValueError, match="gives no dense bf16 figure"):
         accelerator.peak("bf16")
-    with pytest.raises(ValueError, match="no expected bf16/fp32 speedup.*gives no dense bf16"):
+    with pytest.raises(ValueError, match=r"no expected bf16/fp32 speedup.*gives no dense bf16"):
         expected_speedup(name, "bf16", "fp32")
     for precision in ("tf32", "bf16"):  # Turing and Volta have no TF32 and no 2:4 sparsity either
         assert precision not in accelerator.dense
     assert not accelerator.sparse
 
 
-def test_expected_speedup_rejects_bad_input():
+def test_expected_speedup_of_an_unknown_card_is_refused():
     with pytest.raises(UnknownAcceleratorError, match="no datasheet figures"):
         expected_speedup("NVIDIA GB200", "bf16", "fp32")
-    with pytest.raises(ValueError, match="unknown precision"):
-        expected_speedup("h100-sxm", "int4", "fp32")
-    with pytest.raises(TypeError, match="device name string"):
-        expected_speedup(torch.device("cpu"), "bf16", "fp32")
 
 
-def test_missing_figures_and_unknown_precisions_are_errors():
+def test_a_figure_the_datasheet_does_not_print_is_an_error_not_a_guess():
     with pytest.raises(ValueError, match="no dense fp8"):
         ACCELERATORS["a100-sxm-80gb"].peak("fp8")
     with pytest.raises(ValueError, match="no 2:4-sparse fp16"):
         ACCELERATORS["t4"].peak("fp16", sparse=True)
-    with pytest.raises(ValueError, match="unknown precision"):
-        ACCELERATORS["h100-sxm"].peak("int4")
 
 
 def test_accelerator_rows_are_immutable():
@@ -206,8 +194,6 @@ def test_matmul_precision_follows_the_float32_setting():
         torch.set_float32_matmul_precision(previous)
     with pytest.raises(ValueError, match="no peak is defined"):
         matmul_precision(torch.int32)
-    with pytest.raises(ValueError, match="unknown float32 matmul precision"):
-        matmul_precision(torch.float32, "fastest")
 
 
 def test_cpu_peak_is_a_labelled_estimate():
@@ -224,10 +210,16 @@ def test_cpu_peak_is_a_labelled_estimate():
     assert peak_flops("cpu").estimate
 
 
-def test_cpu_peak_rejects_bad_input():
+def test_no_cpu_peak_is_estimated_for_16_bit_floats():
     with pytest.raises(ValueError, match="only float32 and float64"):
         cpu_peak_estimate(torch.bfloat16)
-    with pytest.raises(ValueError, match="threads must be positive"):
-        cpu_peak_estimate(torch.float32, threads=0)
-    with pytest.raises(ValueError, match="device type"):
-        peak_flops("meta")
+
+
+def test_the_table_keeps_the_datasheets_figures_exactly():
+    # Rows are built from TFLOP/s, GB and GB/s as printed; the conversion must not round them.
+    h100 = ACCELERATORS["h100-sxm"]
+    assert (h100.memory_bytes, h100.bandwidth_bytes_per_s, h100.dense["tf32"]) == (80e9, 3.35e12, 494.7e12)
+    l4 = {"fp32": 30.3e12, "tf32": 60e12, "bf16": 121e12, "fp16": 121e12, "fp8": 242.5e12}
+    assert ACCELERATORS["l4"].dense == l4
+    v100 = ACCELERATORS["v100-pcie-32gb"]
+    assert (v100.name, v100.memory_bytes, v100.dense["fp16"]) == ("V100 PCIe 32GB", 32e9, 112e12)

@@ -19,15 +19,6 @@ def test_a_view_is_charged_its_extent_but_shares_the_storage():
 
 def test_dtype_bytes():
     assert [dtype_bytes(d) for d in (torch.float32, torch.bfloat16, torch.float8_e4m3fn)] == [4, 2, 1]
-    with pytest.raises(TypeError, match="torch.dtype"):
-        dtype_bytes("float32")
-
-
-def test_non_tensors_are_rejected():
-    with pytest.raises(TypeError, match="torch.Tensor"):
-        tensor_bytes([1, 2, 3])
-    with pytest.raises(TypeError, match="torch.Tensor"):
-        storage_bytes(3.0)
 
 
 @pytest.mark.parametrize(
@@ -45,15 +36,6 @@ def test_non_tensors_are_rejected():
 )
 def test_format_bytes(n, binary, text):
     assert format_bytes(n, binary=binary) == text
-
-
-def test_format_bytes_rejects_bad_input():
-    with pytest.raises(ValueError, match="negative"):
-        format_bytes(-1)
-    with pytest.raises(TypeError):
-        format_bytes("12")
-    with pytest.raises(TypeError):
-        format_bytes(True)
 
 
 def test_saved_tensor_bytes_counts_activations_once_and_skips_excluded():
@@ -77,5 +59,3 @@ def test_saved_tensor_bytes_counts_activations_once_and_skips_excluded():
 def test_saved_tensor_bytes_is_zero_without_autograd():
     x = torch.randn(3, 3)
     assert saved_tensor_bytes(lambda: (x @ x).sum()) == 0
-    with pytest.raises(TypeError, match="callable"):
-        saved_tensor_bytes(x)

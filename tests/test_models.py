@@ -1,7 +1,5 @@
 """The truncated normal's std and the Cruncher against hand-computed values and independent references."""
 
-from __future__ import annotations
-
 import math
 
 import pytest
@@ -23,8 +21,6 @@ def test_truncated_normal_std_matches_numerical_integration():
         density = torch.exp(-z * z / 2)
         variance = torch.trapezoid(z * z * density, z) / torch.trapezoid(density, z)
         assert truncated_normal_std(cut) == pytest.approx(variance.sqrt().item(), rel=1e-9)
-    with pytest.raises(ValueError, match="cut must be positive"):
-        truncated_normal_std(0.0)
 
 
 def test_cruncher_layers_are_the_assignments_linear_with_the_lectures_std():
@@ -43,7 +39,7 @@ def test_cruncher_init_follows_its_generator_and_leaves_the_global_stream_alone(
     b = Cruncher(8, 2, generator=torch.Generator().manual_seed(5))
     c = Cruncher(8, 2, generator=torch.Generator().manual_seed(6))
     assert torch.equal(torch.get_rng_state(), before)
-    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
     assert not torch.equal(a.head.weight, c.head.weight)
 
 
@@ -70,18 +66,3 @@ def test_activation_count_equals_what_autograd_saves(dim, layers, batch):
     x = torch.randn(batch, dim)
     saved = saved_tensor_bytes(lambda: model(x).sum(), exclude=[*model.parameters(), x])
     assert saved == 4 * cruncher_activation_numel(dim, layers, batch)
-
-
-@pytest.mark.parametrize(
-    ("fn", "args", "error"),
-    [
-        (Cruncher, (0, 2), ValueError),
-        (Cruncher, (4, -1), ValueError),
-        (cruncher_num_parameters, (4, 1.5), TypeError),
-        (cruncher_activation_numel, (4, 2, 0), ValueError),
-        (cruncher_activation_numel, (4, True, 2), TypeError),
-    ],
-)
-def test_cruncher_helpers_reject_bad_sizes(fn, args, error):
-    with pytest.raises(error):
-        fn(*args)

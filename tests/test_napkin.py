@@ -2,11 +2,11 @@
 
 import matplotlib.pyplot as plt
 import pytest
+from jaxtyping import TypeCheckError
 
 from lecture_utils.figures.napkin import draw_training_days
 from lecture_utils.napkin import (
     SECONDS_PER_DAY,
-    check_mfu,
     cluster_flops_per_day,
     largest_model_params,
     training_days,
@@ -41,37 +41,8 @@ def test_largest_model_with_adamw():
     assert largest_model_params(8 * 80e9, 12) == pytest.approx(53.3e9, rel=1e-3)
 
 
-@pytest.mark.parametrize("mfu", [0, -0.1, 1.01, 5, float("nan")])
-def test_mfu_must_be_a_fraction(mfu):
-    with pytest.raises(ValueError, match="mfu"):
-        training_days(1e24, 8, 1e15, mfu)
-    with pytest.raises(ValueError, match="mfu"):
-        check_mfu(mfu)
-
-
 def test_full_utilization_is_allowed():
-    check_mfu(1.0)
     assert training_days(86_400e15, 1, 1e15, 1.0) == pytest.approx(1.0)  # one day of one 1 PFLOP/s GPU
-
-
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda: training_flops(0, 1e12),
-        lambda: training_flops(1e9, -5),
-        lambda: cluster_flops_per_day(0, 1e15, 0.5),
-        lambda: training_days(-1, 8, 1e15, 0.5),
-        lambda: largest_model_params(80e9, 0),
-    ],
-)
-def test_non_positive_inputs_are_rejected(call):
-    with pytest.raises(ValueError, match="must be positive"):
-        call()
-
-
-def test_non_numbers_are_rejected():
-    with pytest.raises(TypeError, match="must be a number"):
-        training_flops("70B", 15e12)
 
 
 def test_training_days_figure_plots_the_napkin_answer():
@@ -86,20 +57,9 @@ def test_training_days_figure_plots_the_napkin_answer():
     plt.close(fig)
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "error", "match"),
-    [
-        ({"gpu_counts": ()}, ValueError, "at least one GPU count"),
-        ({"mfus": []}, ValueError, "at least one GPU count and one MFU"),
-        ({"gpu_counts": (0, 8)}, ValueError, "GPU count must be positive"),
-        ({"gpu_counts": (8.5,)}, TypeError, "GPU count must be an int"),
-        ({"mfus": (0.5, 1.5)}, ValueError, "mfu is a fraction of peak"),
-        ({"params": -1}, ValueError, "params must be positive"),
-        ({"peak_flops_per_gpu": 0}, ValueError, "peak_flops_per_gpu must be positive"),
-    ],
-)
-def test_training_days_figure_rejects_bad_input(kwargs, error, match):
+@pytest.mark.parametrize("kwargs", [{"mfus": (0.5, 1.5)}, {"gpu_counts": (8, 16.5)}, {"params": -1}])
+def test_training_days_figure_rejects_bad_input_before_opening_a_figure(kwargs):
     figures = plt.get_fignums()
-    with pytest.raises(error, match=match):
+    with pytest.raises(TypeCheckError):
         draw_training_days(**kwargs)
-    assert plt.get_fignums() == figures  # rejected before a figure is opened
+    assert plt.get_fignums() == figures

@@ -1,7 +1,5 @@
 """The hand-written optimizers against torch.optim: same parameters after many steps."""
 
-from __future__ import annotations
-
 import io
 
 import pytest
@@ -11,7 +9,6 @@ from torch import nn
 from lecture_utils.optim import (
     OPTIMIZERS,
     SGD,
-    STATE_TENSORS_PER_PARAM,
     AdaGrad,
     Adam,
     AdamW,
@@ -73,7 +70,7 @@ def test_matches_torch_after_many_steps_with_resume(name):
     mine = train(lambda groups, lr: ours(groups, lr=lr, **shared), lr, resume_at=RESUME_AT)
     reference = train(lambda groups, lr: theirs(groups, lr=lr, **shared, **extra), lr, resume_at=None)
     start = [p.detach() for p in make_model().parameters()]
-    for p, ref, p0 in zip(mine, reference, start):
+    for p, ref, p0 in zip(mine, reference, start, strict=True):
         assert not torch.equal(ref, p0), "the reference did not move: the comparison would be empty"
         torch.testing.assert_close(p, ref, rtol=1e-6, atol=1e-7)
 
@@ -133,7 +130,7 @@ def test_state_bytes_are_counted_from_the_state_tensors():
         for p in params:
             p.grad = torch.ones_like(p)
         optimizer.step()
-        assert optimizer_state_bytes(optimizer) == STATE_TENSORS_PER_PARAM[name] * param_bytes, name
+        assert optimizer_state_bytes(optimizer) == cls.state_tensors * param_bytes, name
     # torch.optim.Adam keeps each step count as a 0-d fp32 tensor: 4 more bytes per parameter tensor.
     reference = torch.optim.Adam(params, lr=0.1)
     reference.step()
@@ -142,8 +139,8 @@ def test_state_bytes_are_counted_from_the_state_tensors():
 
 @pytest.mark.parametrize("name", CASES)
 def test_state_tensor_counts_agree_with_torch_optim(name):
-    # Independent of our classes: torch.optim's own state, less its 0-d step counters, is the table's multiple.
-    _, theirs, _, extra = CASES[name]
+    # Independent of our classes: torch.optim's own state, less its 0-d step counters, is the declared multiple.
+    ours, theirs, _, extra = CASES[name]
     params = [nn.Parameter(torch.zeros(10, 3)), nn.Parameter(torch.zeros(7))]
     options = dict(momentum=0.9) if name == "momentum" else {}
     optimizer = theirs(params, lr=0.1, **options, **extra)
@@ -151,25 +148,17 @@ def test_state_tensor_counts_agree_with_torch_optim(name):
         p.grad = torch.ones_like(p)
     optimizer.step()
     counters = sum(v.numel() * v.element_size() for s in optimizer.state.values() for k, v in s.items() if k == "step")
-    assert optimizer_state_bytes(optimizer) - counters == STATE_TENSORS_PER_PARAM[name] * 37 * 4
-
-
-def test_state_bytes_rejects_a_non_optimizer():
-    with pytest.raises(TypeError, match="torch.optim.Optimizer"):
-        optimizer_state_bytes({"state": {}})
+    assert optimizer_state_bytes(optimizer) - counters == ours.state_tensors * 37 * 4
 
 
 @pytest.mark.parametrize(
     ("cls", "kwargs", "error", "match"),
     [
         (SGD, dict(lr=-0.1), ValueError, "lr must be in"),
-        (SGD, dict(lr="0.1"), TypeError, "lr must be a float"),
-        (SGD, dict(lr=True), TypeError, "lr must be a float"),
         (Momentum, dict(lr=0.1, momentum=1.0), ValueError, "momentum must be in"),
         (AdaGrad, dict(lr=0.1, eps=-1e-8), ValueError, "eps must be in"),
         (RMSProp, dict(lr=0.1, alpha=1.5), ValueError, "alpha must be in"),
-        (Adam, dict(lr=0.1, betas=(0.9,)), TypeError, "betas must be a pair"),
-        (AdamW, dict(lr=0.1, betas=(0.9, 1.0)), ValueError, r"betas\[1\] must be in"),
+        (AdamW, dict(lr=0.1, betas=(0.9, 1.0)), ValueError, "betas must be in"),
         (AdamW, dict(lr=0.1, weight_decay=-0.01), ValueError, "weight_decay must be in"),
     ],
 )
@@ -201,27 +190,12 @@ def test_trajectories_follow_the_closed_form_of_sgd_on_a_bowl():
 
 
 def test_each_trajectory_equals_a_run_with_that_lr_alone():
-    loss = lambda p: (p[..., 0] ** 2 + 10 * p[..., 1] ** 2 + p[..., 0] * p[..., 1])  # noqa: E731
+    loss = lambda p: p[..., 0] ** 2 + 10 * p[..., 1] ** 2 + p[..., 0] * p[..., 1]  # noqa: E731
     together = trajectories(Adam, loss, [1.0, 1.0], steps=20, lrs=[0.01, 0.3])
     for i, lr in enumerate([0.01, 0.3]):
         torch.testing.assert_close(together[i], trajectories(Adam, loss, [1.0, 1.0], steps=20, lrs=[lr])[0])
 
 
-@pytest.mark.parametrize(
-    ("args", "kwargs", "match"),
-    [
-        (("lion", [1.0, 1.0]), dict(steps=3, lrs=[0.1]), "unknown optimizer 'lion'"),
-        (("sgd", [1.0, 1.0]), dict(steps=-1, lrs=[0.1]), "steps cannot be negative"),
-        (("sgd", [1.0, 1.0]), dict(steps=3, lrs=[]), "at least one learning rate"),
-        (("sgd", [[1.0, 1.0]]), dict(steps=3, lrs=[0.1]), "flat sequence"),
-    ],
-)
-def test_trajectories_reject_bad_input(args, kwargs, match):
-    name, start = args
-    with pytest.raises(ValueError, match=match):
-        trajectories(name, lambda p: (p**2).sum(-1), start, **kwargs)
-
-
-def test_trajectories_reject_a_float_step_count():
-    with pytest.raises(TypeError, match="steps must be an int"):
-        trajectories("sgd", lambda p: (p**2).sum(-1), [1.0, 1.0], steps=3.0, lrs=[0.1])
+def test_trajectories_need_a_learning_rate():
+    with pytest.raises(ValueError, match="at least one learning rate"):
+        trajectories("sgd", lambda p: (p**2).sum(-1), [1.0, 1.0], steps=3, lrs=[])

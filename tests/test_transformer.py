@@ -1,6 +1,4 @@
-"""lecture_utils.transformer against autograd, PyTorch's SDPA and FlopCounterMode, and hand-computed values."""
-
-from __future__ import annotations
+"""transformer and two_layer against autograd, PyTorch's SDPA, FlopCounterMode and hand-computed values."""
 
 import matplotlib
 
@@ -10,29 +8,31 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 import torch.nn.functional as F
-from jaxtyping import TypeCheckError
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 from torch.utils.flop_counter import FlopCounterMode
 
+from lecture_utils import nn_basics
 from lecture_utils.figures.flops import draw_linear_layer_matmuls
-from lecture_utils.transformer import (
+from lecture_utils.flops import (
     attention_forward_flops,
+    forward_flops_per_token,
+    training_flops_per_token,
+    two_layer_backward_flops,
+    two_layer_forward_flops,
+)
+from lecture_utils.transformer import (
+    TinyLM,
+    TransformerBlock,
+    TransformerConfig,
     block_matmul_params,
     causal_attention,
-    forward_flops_per_token,
+    init_weights_,
     matmul_params,
     merge_heads,
     parameter_groups,
     split_heads,
-    TinyLM,
-    training_flops_per_token,
-    TransformerBlock,
-    TransformerConfig,
-    two_layer_backward,
-    two_layer_backward_flops,
-    two_layer_forward,
-    two_layer_forward_flops,
 )
+from lecture_utils.two_layer import two_layer_backward, two_layer_forward
 
 SMALL = TransformerConfig(vocab_size=50, max_seq_len=12, d_model=16, n_layers=2, n_heads=4, d_ff=32)
 
@@ -110,22 +110,6 @@ def test_two_layer_flops_match_flop_counter(input_grad):
         assert flops_of(lambda: two_layer_backward(x, w1, w2, h1, grad_h2, input_grad=input_grad)) == expected
 
 
-def test_two_layer_rejects_mismatched_shapes():
-    x, w1, w2 = two_layer_tensors(d=4)
-    with pytest.raises(TypeCheckError, match="w2"):
-        two_layer_forward(x, w1, w2[:3])
-    with pytest.raises(TypeCheckError):
-        two_layer_forward(x.long(), w1, w2)
-
-
-@pytest.mark.parametrize("bad", [0, -1])
-def test_two_layer_flops_reject_non_positive(bad):
-    with pytest.raises(ValueError, match="must be positive"):
-        two_layer_forward_flops(bad, 3, 4)
-    with pytest.raises(ValueError, match="must be positive"):
-        two_layer_backward_flops(2, bad, 4)
-
-
 # --- heads and attention ------------------------------------------------------------------------
 
 
@@ -137,14 +121,13 @@ def test_split_and_merge_heads_match_view_and_transpose():
     torch.testing.assert_close(merge_heads(heads), x)
 
 
-def test_split_heads_rejects_bad_head_counts():
-    x = torch.randn(2, 5, 12)
-    with pytest.raises(ValueError, match="does not split into n_heads=5"):
-        split_heads(x, 5)
-    with pytest.raises(ValueError, match="must be positive"):
-        split_heads(x, 0)
-    with pytest.raises(TypeCheckError):
-        split_heads(torch.randn(12), 3)  # no seq axis
+def test_heads_must_split_the_model_dimension_evenly():
+    with pytest.raises(ValueError, match="d_model=12 does not split into n_heads=5"):
+        split_heads(torch.randn(2, 5, 12), 5)
+    with pytest.raises(ValueError, match="d_model=16 does not split into n_heads=5"):
+        TransformerConfig(**{**vars(SMALL), "n_heads": 5})
+    with pytest.raises(ValueError, match="d_model=16 does not split into n_heads=5"):
+        TransformerBlock(16, 5, 32)
 
 
 def test_causal_attention_matches_sdpa():
@@ -181,57 +164,20 @@ def test_causal_attention_takes_its_softmax_in_fp32_for_bf16_inputs():
     assert mode.seen == [torch.float64]  # never narrowed
 
 
-def test_causal_attention_rejects_mismatched_shapes():
-    q = torch.randn(2, 3, 7, 5)
-    with pytest.raises(TypeCheckError, match="'k'"):
-        causal_attention(q, torch.randn(2, 3, 7, 6), q)
-    with pytest.raises(TypeCheckError, match="'v'"):
-        causal_attention(q, q, torch.randn(2, 3, 6, 5))
-
-
 def test_attention_forward_flops_matches_counter_and_hand_value():
     q, k, v = (torch.randn(2, 3, 7, 5) for _ in range(3))
     assert flops_of(lambda: causal_attention(q, k, v)) == attention_forward_flops(2, 3, 7, 5)
     assert attention_forward_flops(2, 3, 7, 5) == 4 * 2 * 3 * 7 * 7 * 5
-    with pytest.raises(ValueError, match="seq_len must be positive"):
-        attention_forward_flops(2, 3, 0, 5)
 
 
 # --- the model ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "changes, error",
-    [
-        ({"d_model": 0}, ValueError),
-        ({"n_layers": -2}, ValueError),
-        ({"n_heads": 5}, ValueError),  # 16 does not split into 5 heads
-        ({"vocab_size": 50.0}, TypeError),
-    ],
-)
-def test_config_rejects_bad_sizes(changes, error):
-    sizes = {**vars(SMALL), **changes}
-    with pytest.raises(error):
-        TransformerConfig(**sizes)
-
-
-def test_block_rejects_unknown_attention():
-    with pytest.raises(ValueError, match="'einsum' or 'sdpa'"):
-        TransformerBlock(16, 4, 32, attention="flash")
-
-
-def test_model_rejects_bad_input():
+def test_a_sequence_longer_than_the_context_is_refused():
     model = make_model()
-    with pytest.raises(ValueError, match="longer than max_seq_len=12"):
+    assert model(torch.zeros(1, 12, dtype=torch.long)).shape == (1, 12, SMALL.vocab_size)
+    with pytest.raises(ValueError, match="sequence of 13 tokens is longer than max_seq_len=12"):
         model(torch.zeros(1, 13, dtype=torch.long))
-    with pytest.raises(TypeCheckError):
-        model(torch.zeros(1, 4))  # float tokens
-    with pytest.raises(TypeError, match="TransformerConfig"):
-        TinyLM(vars(SMALL))
-    with pytest.raises(TypeError, match="TransformerConfig"):
-        matmul_params(vars(SMALL))
-    with pytest.raises(TypeError, match="nn.Module"):
-        parameter_groups(SMALL)
 
 
 def test_parameter_groups_match_closed_forms():
@@ -246,12 +192,20 @@ def test_parameter_groups_match_closed_forms():
     assert sum(groups.values()) == sum(p.numel() for p in model.parameters())
 
 
+def test_the_assignments_linear_counts_and_initializes_as_a_matmul_layer():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(nn_basics.Linear(8, 16), torch.nn.Linear(16, 4), torch.nn.LayerNorm(4))
+    assert parameter_groups(model) == {"matmul": 8 * 16 + 16 * 4 + 4, "embedding": 0, "norm": 2 * 4, "other": 0}
+    init_weights_(model, torch.Generator().manual_seed(0), std=0.02)
+    assert model[0].weight.abs().max().item() <= 0.06 and model[0].weight.std().item() < 0.03
+    assert torch.equal(model[1].bias, torch.zeros(4))
+    assert torch.equal(model[2].bias, torch.zeros(4)) and torch.equal(model[2].weight, torch.ones(4))
+
+
 def test_flops_per_token_hand_computed():
     # N=10, L=2, H=3, Q=4, T=5: forward 20 + 4*2*3*4*5 = 500; training 3x.
     assert forward_flops_per_token(10, 2, 3, 4, 5) == 500
     assert training_flops_per_token(10, 2, 3, 4, 5) == 1500 == 6 * 10 + 12 * 2 * 3 * 4 * 5
-    with pytest.raises(ValueError, match="n_params must be positive"):
-        training_flops_per_token(0, 2, 3, 4, 5)
 
 
 def test_training_step_count_equals_6n_plus_attention():
@@ -281,7 +235,7 @@ def test_checkpointing_same_gradients_one_more_forward():
     plain = flops_of(lambda: train_step(model, inputs, targets))
     with set_checkpoint_early_stop(False):
         full = flops_of(lambda: train_step(ckpt, inputs, targets))
-    for p, q in zip(model.parameters(), ckpt.parameters()):
+    for p, q in zip(model.parameters(), ckpt.parameters(), strict=True):
         torch.testing.assert_close(q.grad, p.grad)
     block_forward = 2 * batch * seq * block_matmul_params(c.d_model, c.d_ff)
     block_forward += attention_forward_flops(batch, c.n_heads, seq, c.head_dim)
@@ -319,5 +273,3 @@ def test_linear_layer_figure_draws_nine_matrices():
     assert sum("2 B D K FLOPs" in t for t in texts) == 3
     assert sum(p.get_width() > 0 for p in ax.patches) == 9
     plt.close(fig)
-    with pytest.raises(ValueError, match="d_in must be positive"):
-        draw_linear_layer_matmuls(d_in=0.0)

@@ -7,25 +7,45 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from lecture_utils.checks import check_positive
+from lecture_utils.checks import PositiveFloat
 from lecture_utils.figures.style import COLORS
 from lecture_utils.flops import arithmetic_intensity, matmul_bytes
 from lecture_utils.matmul_benchmark import MatmulResult
 
 
-def draw_linear_layer_matmuls(batch: float = 2.0, d_in: float = 3.0, d_out: float = 1.5) -> Figure:
-    """The three matmuls of one linear layer y = x W: one forward, two backward, each 2 B D K FLOPs."""
-    check_positive(batch=batch, d_in=d_in, d_out=d_out)  # box sizes in drawing units, not tensor sizes
+def draw_linear_layer_matmuls(
+    batch: PositiveFloat = 2.0, d_in: PositiveFloat = 3.0, d_out: PositiveFloat = 1.5
+) -> Figure:
+    """The three matmuls of one linear layer y = x W: one forward, two backward, each 2 B D K FLOPs (notebook 05).
+
+    The sizes are box sizes in drawing units, not tensor sizes.
+    """
     colors = {"activation": COLORS["fp32"], "weight": COLORS["bf16"], "grad": COLORS["fp16"]}
     rows = [
-        ("forward:  y = x W", [("x", "B x D", batch, d_in, "activation"), ("W", "D x K", d_in, d_out, "weight"),
-                                ("y", "B x K", batch, d_out, "activation")]),
-        ("backward:  W.grad = x$^T$ y.grad", [("x$^T$", "D x B", d_in, batch, "activation"),
-                                             ("y.grad", "B x K", batch, d_out, "grad"),
-                                             ("W.grad", "D x K", d_in, d_out, "grad")]),
-        ("backward:  x.grad = y.grad W$^T$", [("y.grad", "B x K", batch, d_out, "grad"),
-                                             ("W$^T$", "K x D", d_out, d_in, "weight"),
-                                             ("x.grad", "B x D", batch, d_in, "grad")]),
+        (
+            "forward:  y = x W",
+            [
+                ("x", "B x D", batch, d_in, "activation"),
+                ("W", "D x K", d_in, d_out, "weight"),
+                ("y", "B x K", batch, d_out, "activation"),
+            ],
+        ),
+        (
+            "backward:  W.grad = x$^T$ y.grad",
+            [
+                ("x$^T$", "D x B", d_in, batch, "activation"),
+                ("y.grad", "B x K", batch, d_out, "grad"),
+                ("W.grad", "D x K", d_in, d_out, "grad"),
+            ],
+        ),
+        (
+            "backward:  x.grad = y.grad W$^T$",
+            [
+                ("y.grad", "B x K", batch, d_out, "grad"),
+                ("W$^T$", "K x D", d_out, d_in, "weight"),
+                ("x.grad", "B x D", batch, d_in, "grad"),
+            ],
+        ),
     ]
     row_height = max(batch, d_in, d_out) + 1.6
     fig, ax = plt.subplots(figsize=(7.0, 6.5))
@@ -35,8 +55,8 @@ def draw_linear_layer_matmuls(batch: float = 2.0, d_in: float = 3.0, d_out: floa
         ax.text(0, top + 0.45, title, fontsize=12, fontweight="bold", va="bottom")
         x = 0.0
         for j, (name, shape, height, width, kind) in enumerate(mats):
-            ax.add_patch(Rectangle((x, top - height), width, height, facecolor=colors[kind], alpha=0.35,
-                                   edgecolor=colors[kind], linewidth=1.5))
+            style = {"facecolor": colors[kind], "edgecolor": colors[kind], "alpha": 0.35, "linewidth": 1.5}
+            ax.add_patch(Rectangle((x, top - height), width, height, **style))
             lowest = min(lowest, top - height)
             ax.text(x + width / 2, top - height / 2, f"{name}\n({shape})", ha="center", va="center", fontsize=12)
             x += width
@@ -62,7 +82,7 @@ def _precision_color(precision: str) -> str:
 
 
 def plot_throughput(results: Sequence[MatmulResult], title: str) -> Figure:
-    """Achieved FLOP/s against matrix size, one line per datasheet row, with its peak as a dashed line."""
+    """Achieved FLOP/s against matrix size, one line per datasheet row, its peak dashed (notebook 04)."""
     fig, ax = plt.subplots()
     for precision in dict.fromkeys(r.precision for r in results):
         rows = sorted((r for r in results if r.precision == precision), key=lambda r: r.n)
@@ -81,24 +101,26 @@ def plot_throughput(results: Sequence[MatmulResult], title: str) -> Figure:
 def plot_roofline(
     results: Sequence[MatmulResult], bandwidth_bytes_per_s: float, bandwidth_label: str, title: str
 ) -> Figure:
-    """Roofline: attainable FLOP/s = min(peak, intensity x bandwidth) per datasheet row, with the measured matmuls."""
+    """Roofline: attainable FLOP/s = min(peak, intensity x bandwidth) per datasheet row, with points (notebook 04)."""
     fig, ax = plt.subplots()
-    intensities = {r: arithmetic_intensity(r.flops, matmul_bytes((r.n, r.n), (r.n, r.n), getattr(torch, r.dtype)))
-                   for r in results}
+    intensities = {
+        r: arithmetic_intensity(r.flops, matmul_bytes((r.n, r.n), (r.n, r.n), getattr(torch, r.dtype))) for r in results
+    }
     low, high = min(intensities.values()) / 4, max(intensities.values()) * 4
     peaks = {r.precision: (r.peak_flops_per_s, r.peak_estimate) for r in results if r.peak_flops_per_s}
     for precision, (peak, estimate) in peaks.items():
         ridge = peak / bandwidth_bytes_per_s
         xs = [low, min(max(ridge, low), high), high]
         kind = "estimated" if estimate else "datasheet"
-        ax.plot(xs, [min(peak, x * bandwidth_bytes_per_s) for x in xs], color=_precision_color(precision),
-                linewidth=1.5, label=f"{precision} roof ({kind} peak, ridge {ridge:.0f} FLOP/B)")
+        roof = [min(peak, x * bandwidth_bytes_per_s) for x in xs]
+        label = f"{precision} roof ({kind} peak, ridge {ridge:.0f} FLOP/B)"
+        ax.plot(xs, roof, color=_precision_color(precision), linewidth=1.5, label=label)
     for precision in dict.fromkeys(r.precision for r in results):
         rows = [r for r in results if r.precision == precision]
-        ax.scatter([intensities[r] for r in rows], [r.flops_per_s for r in rows], color=_precision_color(precision),
-                   zorder=3, label=f"{precision} measured")
-    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte moved)",
-           ylabel="FLOP/s", title=f"{title}\nbandwidth: {bandwidth_label}")
+        points = [intensities[r] for r in rows], [r.flops_per_s for r in rows]
+        ax.scatter(*points, color=_precision_color(precision), zorder=3, label=f"{precision} measured")
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte moved)", ylabel="FLOP/s")
+    ax.set_title(f"{title}\nbandwidth: {bandwidth_label}")
     ax.set_ylim(top=20 * max(r.flops_per_s for r in results))  # headroom, so the legend covers no point
     ax.legend(fontsize=11, loc="upper left")
     return fig

@@ -6,23 +6,27 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from lecture_utils.checks import check_int, check_positive
-from lecture_utils.sharding import FP32_ADAMW, STAGES, per_gpu_bytes
+from lecture_utils.accounting import RECIPES, Recipe
+from lecture_utils.checks import PositiveFloat, PositiveInt
+from lecture_utils.sharding import STAGES, per_gpu_bytes
 
 
-def plot_bytes_per_gpu(params: float, memory_bytes: float, recipe: tuple[int, int, int] = FP32_ADAMW,
-                       max_gpus: int = 1024) -> Figure:
-    """Log-log lines of per-GPU training-state GB against GPU count, one per stage, and the memory line."""
-    check_positive(params=params, memory_bytes=memory_bytes)
-    check_int("max_gpus", max_gpus, minimum=2)
+def plot_bytes_per_gpu(
+    params: PositiveFloat, memory_bytes: PositiveFloat, recipe: Recipe = RECIPES["fp32"], max_gpus: PositiveInt = 1024
+) -> Figure:
+    """Log-log lines of per-GPU training-state GB against GPU count, one per stage, and a memory line (notebook 09)."""
     gpus = [2**i for i in range(int(math.log2(max_gpus)) + 1)]
     fig, ax = plt.subplots(figsize=(7.0, 4.2))
     for stage, name in STAGES.items():
-        ax.plot(gpus, [per_gpu_bytes(params, n, stage, recipe) / 1e9 for n in gpus], marker="o", ms=4,
-                label=f"{name}: {_sharded_terms(stage)}")
+        gb = [per_gpu_bytes(params, n, stage, recipe) / 1e9 for n in gpus]
+        ax.plot(gpus, gb, marker="o", ms=4, label=f"{name}: {_sharded_terms(stage)}")
     ax.axhline(memory_bytes / 1e9, color="#444444", ls="--", label=f"{memory_bytes / 1e9:.0f} GB per GPU")
-    ax.set(xscale="log", yscale="log", xlabel="GPUs (data-parallel ranks)", ylabel="GB per GPU (log)",
-           title=f"{params / 1e9:.0f}B params, {sum(recipe)} B/param ({' + '.join(map(str, recipe))})")
+    split = " + ".join(map(str, recipe.zero_split()))
+    ax.set_title(f"{params / 1e9:.0f}B params, {recipe.total} B/param ({split})")
+    ax.set_xlabel("GPUs (data-parallel ranks)")
+    ax.set_ylabel("GB per GPU (log)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
     ticks = sorted({*gpus[::2], 8})  # 8: one node of eight GPUs, the notes' running example
     ax.set_xticks(ticks, [str(n) for n in ticks], minor=False)
     ax.xaxis.set_minor_locator(NullLocator())

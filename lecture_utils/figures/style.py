@@ -5,8 +5,6 @@ at most 7 inches wide (they fit a notebook at 150% browser zoom without shrinkin
 below MIN_FONT_PT, and images stored at twice the display resolution (sharp on high-DPI screens).
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import matplotlib.pyplot as plt
