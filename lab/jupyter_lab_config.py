@@ -4,7 +4,7 @@ its server from this file too, so what the tests check is what a student gets.""
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-c = get_config()  # noqa: F821 (injected by Jupyter when it loads this file)
+c = get_config()
 
 # The server root is the repository, not notebooks/: the notebooks show figures from ../images,
 # and a link that leaves the server root is a 404 in the browser.

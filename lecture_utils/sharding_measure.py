@@ -39,6 +39,7 @@ from lecture_utils.sharding import (
     predicted_step_counter_bytes,
     predicted_traffic,
 )
+from lecture_utils.transformer import LINEAR_LAYERS
 
 # The collectives the three engines call through the torch.distributed namespace.
 PATCHED = ("all_reduce", "broadcast", "all_gather_single", "reduce_scatter_single")
@@ -92,7 +93,7 @@ def _wrap(model: nn.Module, approach: Approach, device: torch.device) -> tuple[n
     if approach == "fsdp2":
         mesh = DeviceMesh.from_group(dist.group.WORLD, device.type)  # one axis: all ranks shard
         for layer in model:
-            if isinstance(layer, nn.Linear):
+            if isinstance(layer, LINEAR_LAYERS):
                 fully_shard(layer, mesh=mesh)
         fully_shard(model, mesh=mesh)
         return model, torch.optim.AdamW(model.parameters(), lr=LR)

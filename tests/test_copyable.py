@@ -22,7 +22,6 @@ import lecture_utils
 PACKAGE = Path(lecture_utils.__file__).parent
 MODULES = ["nn_basics", "adamw", "schedule", "batching", "checkpointing"]
 ALLOWED = {
-    "__future__",
     "collections",
     "io",
     "math",

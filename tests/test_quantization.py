@@ -1,11 +1,10 @@
 """lecture_utils.quantization against hand-computed grids, round trips, and the bytes the tensors take."""
 
-from __future__ import annotations
-
 import pytest
 import torch
 from torch import nn
 
+from lecture_utils import nn_basics
 from lecture_utils.quantization import (
     dequantize_per_channel,
     pack_int4,
@@ -18,8 +17,6 @@ from lecture_utils.quantization import (
 
 def test_qmax_is_the_symmetric_grid_top():
     assert qmax(8) == 127 and qmax(4) == 7
-    with pytest.raises(ValueError, match="bits must be one of"):
-        qmax(3)
 
 
 @pytest.mark.parametrize("bits", [8, 4])
@@ -58,31 +55,29 @@ def test_quantize_linears_copies_the_model_and_counts_stored_bytes():
     for bits, code_bytes in ((8, 8 * 6 + 6 * 2), (4, (8 * 6 + 6 * 2) // 2)):
         quantized, stored = quantize_linears(model, bits)
         assert stored == code_bytes + 4 * (6 + 2)  # one fp32 scale per output row
-        for original, q in zip((model[0], model[2]), (quantized[0], quantized[2])):
+        for original, q in zip((model[0], model[2]), (quantized[0], quantized[2]), strict=True):
             codes, scale = quantize_per_channel(original.weight, bits)
             torch.testing.assert_close(q.weight, dequantize_per_channel(codes, scale))
             assert torch.equal(q.bias, original.bias)  # biases stay fp32
-    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # the original is untouched
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))  # the original is untouched
 
 
-def test_bad_input_is_rejected():
-    with pytest.raises(TypeError, match="2-D floating-point"):
-        quantize_per_channel(torch.ones(4), 8)
-    with pytest.raises(TypeError, match="2-D floating-point"):
-        quantize_per_channel(torch.ones(2, 2, dtype=torch.int32), 8)
+def test_quantize_linears_recognises_the_assignments_linear():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn_basics.Linear(8, 6), nn.ReLU(), nn.Linear(6, 2))
+    quantized, stored = quantize_linears(model, 4)
+    assert stored == (8 * 6 + 6 * 2) // 2 + 4 * (6 + 2)  # both layers' codes and scales
+    codes, scale = quantize_per_channel(model[0].weight, 4)
+    torch.testing.assert_close(quantized[0].weight, dequantize_per_channel(codes, scale))
+    assert isinstance(quantized[0], nn_basics.Linear) and not torch.equal(quantized[0].weight, model[0].weight)
+
+
+def test_teaching_checks():
     with pytest.raises(ValueError, match="finite"):
         quantize_per_channel(torch.tensor([[1.0, float("nan")]]), 8)
-    with pytest.raises(ValueError, match="int8 codes"):
-        dequantize_per_channel(torch.ones(2, 2, dtype=torch.int8), torch.ones(2))
-    with pytest.raises(ValueError, match="even 'in'"):
+    with pytest.raises(ValueError, match="even length"):
         pack_int4(torch.zeros(2, 3, dtype=torch.int8))
-    with pytest.raises(ValueError, match="-8..7"):
+    with pytest.raises(ValueError, match=r"-8\.\.7"):
         pack_int4(torch.full((1, 2), 9, dtype=torch.int8))
-    with pytest.raises(ValueError, match="uint8"):
-        unpack_int4(torch.zeros(2, 2, dtype=torch.int8))
-    with pytest.raises(ValueError, match="no nn.Linear"):
+    with pytest.raises(ValueError, match="no Linear layers"):
         quantize_linears(nn.ReLU(), 8)
-    with pytest.raises(TypeError, match="torch.nn.Module"):
-        quantize_linears("model", 8)
-    with pytest.raises(ValueError, match="bits must be one of"):
-        quantize_linears(nn.Linear(2, 2), 2)

@@ -1,4 +1,4 @@
-"""The lost-update figure of notebook 08: a regression trained in pure bf16, with fp32 master weights, in fp32, under autocast."""
+"""The lost-update figure of notebook 08: a regression trained in fp32, autocast bf16, bf16 + fp32 master, pure bf16."""
 
 from collections.abc import Mapping
 
@@ -6,8 +6,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from lecture_utils.figures.style import COLORS
-from lecture_utils.precision import TRAINING_RECIPES, RegressionRun
-
+from lecture_utils.lost_update import TRAINING_RECIPES, RegressionRun
 
 _RUN_STYLE = {
     "fp32": {"color": COLORS["fp32"], "lw": 2.5},
@@ -18,7 +17,7 @@ _RUN_STYLE = {
 
 
 def plot_training_runs(runs: Mapping[str, RegressionRun]) -> Figure:
-    """Three stacked panels: pure bf16 vs fp32 master (loss, updates lost per step), then fp32 vs autocast bf16."""
+    """Three stacked panels: pure bf16 vs fp32 master (loss, updates lost), then fp32 vs autocast bf16 (notebook 08)."""
     needed = set(TRAINING_RECIPES) - set(runs)
     if needed:
         raise ValueError(f"missing runs for {sorted(needed)}; train every recipe in TRAINING_RECIPES")
