@@ -8,6 +8,14 @@ wrong type, a wrong shape or a value outside an annotated range (lecture_utils.c
 the call, with the parameter's name. Notebook 03 shows the same checks on one function.
 """
 
+# The libraries nearly every module uses, imported before the hook. While the hook runs a module of
+# the package, Python looks up the bytecode of any library that module imports first under the
+# hook's tag: the first time (or always, where PYTHONDONTWRITEBYTECODE is set, as here) the library
+# is compiled from source. Measured here: 3.5 s instead of 1.4 s for a notebook's first imports.
+import einops  # noqa: F401
+import matplotlib.pyplot  # noqa: F401
+import numpy  # noqa: F401
+import torch  # noqa: F401
 from beartype import BeartypeConf, beartype
 from jaxtyping import install_import_hook
 
