@@ -10,6 +10,8 @@ if os.environ.get("LECTURE_TEST_CUDA") != "1":
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 # Imported after CUDA is hidden, so torch never sees the GPU in this process.
+import torch
+
 from lecture_utils.device import torch_threads
 
 # torch makes a compile cache (/tmp/torchinductor_<user>) the first time FlopCounterMode, DDP or
@@ -35,3 +37,22 @@ def two_threads():
     """Run a test with a two-thread pool, e.g. to check that forked ranks still work after it was used."""
     with torch_threads(2):
         yield
+
+
+@pytest.fixture(scope="session")
+def markov_corpus():
+    """(train, eval) tokens of one 16-symbol Markov chain, 20,000 and 2,000 long: what the training tests learn."""
+    from lecture_utils.data import random_transition_matrix, sample_markov_chain
+
+    chain = random_transition_matrix(16, generator=torch.Generator().manual_seed(0), sharpness=3.0)
+    draws = torch.Generator().manual_seed(1)
+    return sample_markov_chain(chain, 20_000, generator=draws), sample_markov_chain(chain, 2_000, generator=draws)
+
+
+@pytest.fixture(scope="session")
+def tiny_lm():
+    """tiny_lm(seed=0): a one-block TinyLM over those 16 symbols with a context of 8, initialised from `seed`."""
+    from lecture_utils.transformer import TinyLM, TransformerConfig, init_weights_
+
+    config = TransformerConfig(vocab_size=16, max_seq_len=8, d_model=16, n_layers=1, n_heads=2, d_ff=32)
+    return lambda seed=0: init_weights_(TinyLM(config), torch.Generator().manual_seed(seed))

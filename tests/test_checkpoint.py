@@ -17,29 +17,31 @@ from lecture_utils.checkpoint import (
     seed_everything,
     set_rng_state,
 )
-from lecture_utils.data import random_transition_matrix, sample_markov_chain
 from lecture_utils.optim import OPTIMIZERS
 from lecture_utils.resume import Run, resume, train_and_save
 from lecture_utils.training import TrainConfig, train
-from lecture_utils.transformer import TinyLM, TransformerConfig, init_weights_
 
-VOCAB, CONTEXT = 16, 8
-MODEL = TransformerConfig(vocab_size=VOCAB, max_seq_len=CONTEXT, d_model=16, n_layers=1, n_heads=2, d_ff=32)
+CONTEXT = 8  # conftest's tiny_lm's
 LR = {"sgd": 0.5, "momentum": 0.1, "adagrad": 0.05, "rmsprop": 3e-3, "adam": 3e-3, "adamw": 3e-3}
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-@pytest.fixture(scope="module")
-def tokens():
-    p = random_transition_matrix(VOCAB, generator=torch.Generator().manual_seed(0))
-    return sample_markov_chain(p, 4_000, generator=torch.Generator().manual_seed(1))
+@pytest.fixture(scope="session")
+def tokens(markov_corpus):
+    return markov_corpus[0]
 
 
-def fresh(name: str, init_seed: int, data_seed: int) -> Run:
-    model = init_weights_(TinyLM(MODEL), torch.Generator().manual_seed(init_seed))
-    return Run(model, OPTIMIZERS[name](model.parameters(), lr=LR[name]), torch.Generator().manual_seed(data_seed))
+@pytest.fixture(scope="session")
+def fresh(tiny_lm):
+    """fresh(optimizer name, init seed, data seed): a Run of a new model, its optimizer and its data stream."""
+
+    def make(name: str, init_seed: int, data_seed: int) -> Run:
+        model = tiny_lm(init_seed)
+        return Run(model, OPTIMIZERS[name](model.parameters(), lr=LR[name]), torch.Generator().manual_seed(data_seed))
+
+    return make
 
 
 def eight_steps(name: str) -> TrainConfig:
@@ -109,13 +111,13 @@ def load(path, run: Run) -> int:
     return load_full_checkpoint(path, model=run.model, optimizer=run.optimizer, data_generator=run.data_generator)
 
 
-def save_first_checkpoint(tmp_path):
+def save_first_checkpoint(tmp_path, fresh):
     run = fresh("adamw", 0, 1)
     path = save(tmp_path / "ckpt.pt", run, step=10)
     return path, path.read_bytes(), run.model
 
 
-def assert_previous_checkpoint_intact(tmp_path, path, before, model):
+def assert_previous_checkpoint_intact(tmp_path, fresh, path, before, model):
     assert checkpoint_files(tmp_path) == ["ckpt.pt"]  # no temporary file left behind
     assert path.read_bytes() == before
     other = fresh("adamw", 9, 9)
@@ -123,16 +125,16 @@ def assert_previous_checkpoint_intact(tmp_path, path, before, model):
     assert all(torch.equal(a, b) for a, b in zip(model.parameters(), other.model.parameters(), strict=True))
 
 
-def test_a_save_interrupted_while_pickling_leaves_the_previous_checkpoint(tmp_path):
-    path, before, model = save_first_checkpoint(tmp_path)
+def test_a_save_interrupted_while_pickling_leaves_the_previous_checkpoint(tmp_path, fresh):
+    path, before, model = save_first_checkpoint(tmp_path, fresh)
     with pytest.raises(RuntimeError, match="power cut"):
         atomic_save({"step": 20, "model": model.state_dict(), "crash": PowerCut()}, path)
-    assert_previous_checkpoint_intact(tmp_path, path, before, model)
+    assert_previous_checkpoint_intact(tmp_path, fresh, path, before, model)
 
 
 @pytest.mark.parametrize("failing", ["fsync", "replace"])
-def test_a_save_interrupted_after_writing_leaves_the_previous_checkpoint(tmp_path, monkeypatch, failing):
-    path, before, model = save_first_checkpoint(tmp_path)
+def test_a_save_interrupted_after_writing_leaves_the_previous_checkpoint(tmp_path, monkeypatch, failing, fresh):
+    path, before, model = save_first_checkpoint(tmp_path, fresh)
     written = []
 
     def fail(*args):
@@ -144,19 +146,19 @@ def test_a_save_interrupted_after_writing_leaves_the_previous_checkpoint(tmp_pat
         save(path, fresh("adamw", 3, 3), step=20)
     monkeypatch.undo()
     assert len(written) == 1 and written[0] > 0  # the new checkpoint was written in full, beside the old one
-    assert_previous_checkpoint_intact(tmp_path, path, before, model)
+    assert_previous_checkpoint_intact(tmp_path, fresh, path, before, model)
 
 
-def test_the_same_crash_without_atomic_save_destroys_the_checkpoint(tmp_path):
+def test_the_same_crash_without_atomic_save_destroys_the_checkpoint(tmp_path, fresh):
     # The failure the atomic save prevents is real: writing in place truncates the old file first.
-    path, _, model = save_first_checkpoint(tmp_path)
+    path, _, model = save_first_checkpoint(tmp_path, fresh)
     with pytest.raises(RuntimeError, match="power cut"):
         torch.save({"model": model.state_dict(), "crash": PowerCut()}, path)
     with pytest.raises(RuntimeError):
         torch.load(path, weights_only=True)
 
 
-def test_load_refuses_pickles_that_run_code(tmp_path):
+def test_load_refuses_pickles_that_run_code(tmp_path, fresh):
     class RunsCode:
         def __reduce__(self):
             return (os.getcwd, ())
@@ -166,7 +168,7 @@ def test_load_refuses_pickles_that_run_code(tmp_path):
         load(tmp_path / "evil.pt", fresh("sgd", 0, 0))
 
 
-def test_load_rejects_a_file_that_is_not_a_checkpoint_or_of_another_format(tmp_path):
+def test_load_rejects_a_file_that_is_not_a_checkpoint_or_of_another_format(tmp_path, fresh):
     torch.save({"weights": torch.zeros(3)}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a checkpoint"):
         load(tmp_path / "other.pt", fresh("sgd", 0, 0))
@@ -178,7 +180,7 @@ def test_load_rejects_a_file_that_is_not_a_checkpoint_or_of_another_format(tmp_p
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 @pytest.mark.parametrize("leave_out", [None, "optimizer", "rng"])
-def test_resume_is_bit_exact_with_everything_and_only_then(tmp_path, tokens, name, leave_out):
+def test_resume_is_bit_exact_with_everything_and_only_then(tmp_path, tokens, name, leave_out, fresh):
     torch.manual_seed(0)
     straight = fresh(name, 0, 1)
     straight_log = train(
@@ -209,7 +211,7 @@ def test_resume_is_bit_exact_with_everything_and_only_then(tmp_path, tokens, nam
     assert same_losses == same_weights == (leave_out is None or (leave_out == "optimizer" and name == "sgd"))
 
 
-def test_the_assignments_load_checkpoint_reads_a_full_checkpoint(tmp_path, tokens):
+def test_the_assignments_load_checkpoint_reads_a_full_checkpoint(tmp_path, tokens, fresh):
     # The full format extends the assignment's: its loader restores model, optimizer and iteration.
     run = fresh("adamw", 0, 1)
     train_and_save(run, tokens, eight_steps("adamw"), tmp_path / "ckpt.pt", device="cpu", stop_step=3)

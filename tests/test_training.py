@@ -7,28 +7,15 @@ import pytest
 import torch
 from torch import nn
 
-from lecture_utils.data import random_transition_matrix, sample_markov_chain
 from lecture_utils.models import truncated_normal_std
 from lecture_utils.nn_basics import cross_entropy
 from lecture_utils.training import TrainConfig, deterministic_algorithms, evaluate, train, train_step
-from lecture_utils.transformer import TinyLM, TransformerConfig, init_weights_
+from lecture_utils.transformer import TinyLM, init_weights_
 
-VOCAB, CONTEXT = 16, 8
-MODEL = TransformerConfig(vocab_size=VOCAB, max_seq_len=CONTEXT, d_model=16, n_layers=1, n_heads=2, d_ff=32)
+VOCAB, CONTEXT = 16, 8  # the sizes of conftest's tiny_lm and markov_corpus
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    p = random_transition_matrix(VOCAB, generator=torch.Generator().manual_seed(0), sharpness=3.0)
-    gen = torch.Generator().manual_seed(1)
-    return sample_markov_chain(p, 20_000, generator=gen), sample_markov_chain(p, 2_000, generator=gen)
-
-
-def tiny_model(seed: int = 0) -> TinyLM:
-    return init_weights_(TinyLM(MODEL), torch.Generator().manual_seed(seed))
 
 
 def test_config_lr_is_the_assignments_schedule_at_hand_computed_points():
@@ -59,16 +46,16 @@ def test_train_config_rejects_rules_between_fields():
     assert TrainConfig(max_lr=1.0, total_steps=10, warmup_steps=0, min_lr_ratio=0.5).lr(10) == 0.5
 
 
-def test_init_weights_depends_on_its_generator_only():
+def test_init_weights_depends_on_its_generator_only(tiny_lm):
     torch.manual_seed(0)
-    a = tiny_model(seed=5)
+    a = tiny_lm(seed=5)
     torch.manual_seed(1)  # a different global stream must not change the init
-    b = tiny_model(seed=5)
-    c = tiny_model(seed=6)
+    b = tiny_lm(seed=5)
+    c = tiny_lm(seed=6)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
     assert not torch.equal(a.unembedding.weight, c.unembedding.weight)
 
-    model = TinyLM(MODEL)
+    model = TinyLM(a.config)
     torch.manual_seed(0)
     init_weights_(model, torch.Generator().manual_seed(5))
     drawn_after_init = torch.rand(1)
@@ -83,8 +70,8 @@ def test_init_weights_draws_small_truncated_normals():
     assert torch.equal(layer.bias, torch.zeros(256))
 
 
-def test_train_step_clips_then_applies_the_scheduled_lr(corpus):
-    model = tiny_model()
+def test_train_step_clips_then_applies_the_scheduled_lr(markov_corpus, tiny_lm):
+    model = tiny_lm()
     reference = copy.deepcopy(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=123.0)
     x = torch.randint(0, VOCAB, (4, CONTEXT), generator=torch.Generator().manual_seed(0))
@@ -105,8 +92,8 @@ def test_train_step_clips_then_applies_the_scheduled_lr(corpus):
     assert clipped.item() == pytest.approx(max_norm, rel=1e-4)
 
 
-def test_train_step_does_not_accumulate_gradients():
-    model = tiny_model()
+def test_train_step_does_not_accumulate_gradients(tiny_lm):
+    model = tiny_lm()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
     x = torch.randint(0, VOCAB, (4, CONTEXT), generator=torch.Generator().manual_seed(0))
     train_step(model, optimizer, x, x, lr=0.0, max_grad_norm=1e9)
@@ -116,12 +103,12 @@ def test_train_step_does_not_accumulate_gradients():
         assert torch.equal(g, p.grad)
 
 
-def test_train_logs_the_schedule_the_optimizer_really_used(corpus):
-    train_data, eval_data = corpus
+def test_train_logs_the_schedule_the_optimizer_really_used(markov_corpus, tiny_lm):
+    train_data, eval_data = markov_corpus
     config = TrainConfig(
         max_lr=1e-2, total_steps=30, batch_size=8, context_length=CONTEXT, warmup_steps=5, eval_every=10
     )
-    model = tiny_model()
+    model = tiny_lm()
     optimizer = torch.optim.AdamW(model.parameters(), lr=999.0)
     log = train(
         model,
@@ -141,14 +128,14 @@ def test_train_logs_the_schedule_the_optimizer_really_used(corpus):
     assert len(log.train_loss) == len(log.grad_norm) == 30 and len(log.eval_loss) == 3
 
 
-def test_training_learns_and_learning_rates_matter(corpus):
-    train_data, eval_data = corpus
+def test_training_learns_and_learning_rates_matter(markov_corpus, tiny_lm):
+    train_data, eval_data = markov_corpus
     logs = {}
     for lr in (1e-3, 3e-2):
         config = TrainConfig(
             max_lr=lr, total_steps=60, batch_size=8, context_length=CONTEXT, warmup_steps=5, eval_every=20
         )
-        model = tiny_model()
+        model = tiny_lm()
         logs[lr] = train(
             model,
             torch.optim.AdamW(model.parameters(), lr=lr),
@@ -164,12 +151,12 @@ def test_training_learns_and_learning_rates_matter(corpus):
     assert logs[3e-2].eval_loss[-1] < logs[1e-3].eval_loss[-1] - 0.2
 
 
-def test_evaluation_is_repeatable_and_leaves_training_untouched(corpus):
-    train_data, eval_data = corpus
+def test_evaluation_is_repeatable_and_leaves_training_untouched(markov_corpus, tiny_lm):
+    train_data, eval_data = markov_corpus
     config = TrainConfig(max_lr=1e-2, total_steps=12, batch_size=8, context_length=CONTEXT, eval_every=3)
     models = []
     for with_eval in (True, False):
-        model = tiny_model()
+        model = tiny_lm()
         train(
             model,
             torch.optim.AdamW(model.parameters(), lr=1e-2),
@@ -188,13 +175,13 @@ def test_evaluation_is_repeatable_and_leaves_training_untouched(corpus):
     assert model.training
 
 
-def test_train_rejects_a_backwards_range(corpus):
-    model = tiny_model()
+def test_train_rejects_a_backwards_range(markov_corpus, tiny_lm):
+    model = tiny_lm()
     with pytest.raises(ValueError, match="start_step"):
         train(
             model,
             torch.optim.SGD(model.parameters(), lr=0.1),
-            corpus[0],
+            markov_corpus[0],
             TrainConfig(max_lr=0.1, total_steps=5, warmup_steps=1),
             device="cpu",
             data_generator=torch.Generator(),
