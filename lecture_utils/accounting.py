@@ -1,7 +1,7 @@
 """Training memory in one vocabulary: predict it from a recipe, measure it off real tensors (notebooks 00, 06, 08, 09).
 
-Training holds, per parameter, up to five kinds of tensor (COMPONENTS), plus the activations a
-step saves for backward. A `Recipe` names the dtype of each per-parameter component and the
+Training memory has six components (COMPONENTS): five kinds of tensor held per parameter, plus
+the activations a step saves for backward. A `Recipe` names the dtype of each per-parameter component and the
 optimizer, whose class says how many state tensors it keeps per parameter; that is the napkin
 prediction. `measure_state` reads the same components off a real (model, optimizer) pair, and
 `measure_memory` adds the activations of one real step. Both give a `MemoryBudget`, so a
@@ -125,7 +125,8 @@ class Recipe:
 
     def predict(self, num_params: NonNegativeInt, activation_numel: NonNegativeInt = 0) -> MemoryBudget:
         """Napkin prediction: each component's elements x bytes; activations counted in the parameters' dtype."""
-        dtypes, per_param = self.dtypes(), self.bytes_per_param() if num_params else {}
+        dtypes = self.dtypes()
+        per_param = self.bytes_per_param() if num_params else {}  # no parameters: no per-parameter entries
         held = {name: {dtypes[name]: num_params * size} for name, size in per_param.items()}
         if activation_numel:
             held["activations"] = {self.parameters: activation_numel * self.parameters.itemsize}
@@ -190,28 +191,35 @@ def measure_state(
     """The per-parameter components training holds now, read off the tensors (notebooks 06 and 08).
 
     A tensor the optimizer updates that the model does not hold is a master copy. Optimizer state
-    counts the tensors shaped like their parameter: a 0-d step counter (torch.optim keeps one per
-    tensor) is bookkeeping, not memory per parameter. `gradient_accumulator` holds buffers the
-    caller sums gradients into, which neither the model nor the optimizer knows about.
+    counts the tensors shaped like their parameter (step_counter_bytes counts the rest).
+    `gradient_accumulator`: buffers the caller sums gradients into, unknown to model and optimizer.
     """
     params = list(model.parameters())
     if not params:
         raise ValueError("the model has no parameters to account for")
     model_ids = {id(p) for p in params}
     optimized = [p for group in optimizer.param_groups for p in group["params"]]
-    state = [
-        value
-        for p in optimized
-        for value in optimizer.state.get(p, {}).values()
-        if isinstance(value, torch.Tensor) and value.shape == p.shape
-    ]
     return MemoryBudget(
         parameters=_by_dtype(params),
         gradients=_by_dtype(p.grad for p in params if p.grad is not None),
         master_weights=_by_dtype(p for p in optimized if id(p) not in model_ids),
         gradient_accumulator=_by_dtype(gradient_accumulator),
-        optimizer_state=_by_dtype(state),
+        optimizer_state=_by_dtype(value for p, value in _state_tensors(optimizer) if value.shape == p.shape),
     )
+
+
+def _state_tensors(optimizer: torch.optim.Optimizer) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(parameter, tensor) for every tensor the optimizer keeps in the state of a parameter it updates."""
+    held = ((p, optimizer.state.get(p, {})) for group in optimizer.param_groups for p in group["params"])
+    return [(p, value) for p, state in held for value in state.values() if isinstance(value, torch.Tensor)]
+
+
+def step_counter_bytes(optimizer: torch.optim.Optimizer) -> int:
+    """Bytes of state tensors not shaped like their parameter, torch.optim's 0-d `step`s (notebooks 06, 09).
+
+    measure_state leaves these out: one per tensor, not memory per parameter. lecture_utils.optim's are ints: 0.
+    """
+    return sum(_by_dtype(value for p, value in _state_tensors(optimizer) if value.shape != p.shape).values())
 
 
 def measure_memory(

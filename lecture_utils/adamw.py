@@ -21,13 +21,13 @@ Copyable: imports only torch (and collections.abc / typing); no other lecture_ut
 the package, lecture_utils' import hook checks the annotations; copied alone, only the range checks run.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
 
 ParamsT = Iterable[torch.Tensor] | Iterable[dict[str, Any]]
-Betas = tuple[float, float]  # (beta1, beta2): the decay rates of m and v
+Betas = Sequence[float]  # (beta1, beta2), the decay rates of m and v: a tuple or a list, as torch.optim takes
 
 
 class AdamW(torch.optim.Optimizer):
@@ -87,6 +87,8 @@ class AdamW(torch.optim.Optimizer):
 
 def _check_hyperparameters(lr: float, betas: Betas, eps: float, weight_decay: float) -> None:
     """Reject hyperparameters out of range, as torch.optim.AdamW does: lr, eps, weight_decay >= 0; 0 <= b1, b2 < 1."""
+    if len(betas) != 2:
+        raise ValueError(f"betas must be a pair (beta1, beta2), got {betas}")
     values = {"lr": lr, "betas[0]": betas[0], "betas[1]": betas[1], "eps": eps, "weight_decay": weight_decay}
     for name, value in values.items():
         high = 1.0 if name.startswith("betas") else float("inf")

@@ -18,7 +18,8 @@ NonNegativeFloat = Annotated[float, Is[lambda x: 0 <= x < math.inf]]
 Fraction = Annotated[float, Is[lambda x: 0 < x <= 1]]  # a share of something, such as MFU of peak
 
 # beartype checks one random item of a sequence per call, so `Sequence[PositiveInt]` would let a
-# bad size through most of the time; these check every item.
+# bad size through most of the time; these check the value of every item.
 PositiveInts = Annotated[Sequence[int], Is[lambda items: all(n > 0 for n in items)]]
 NonNegativeInts = Annotated[Sequence[int], Is[lambda items: all(n >= 0 for n in items)]]
+NonNegativeFloats = Annotated[Sequence[float], Is[lambda items: all(0 <= x < math.inf for x in items)]]
 Fractions = Annotated[Sequence[float], Is[lambda items: all(0 < x <= 1 for x in items)]]

@@ -8,7 +8,7 @@ import torch
 
 from lecture_utils.checks import PositiveInt
 
-ProblemSize = TypeVar("ProblemSize")  # whatever sized() chooses between: an int, a tuple of sizes, a list
+Choice = TypeVar("Choice")  # what per_device() picks between: a size, a trial count, a label, a thread count
 
 
 def pick_device() -> torch.device:
@@ -24,8 +24,8 @@ def device_type(device: torch.device | str) -> Literal["cpu", "cuda"]:
     return kind
 
 
-def sized(device: torch.device | str, *, cpu: ProblemSize, cuda: ProblemSize) -> ProblemSize:
-    """Choose a problem size for the device: small enough for a 2-core CPU, big enough to fill a GPU (notebook 02)."""
+def per_device(device: torch.device | str, *, cpu: Choice, cuda: Choice) -> Choice:
+    """The CPU's or the GPU's value: sizes small enough for a 2-core CPU, big enough to fill a GPU (notebook 02)."""
     return cpu if device_type(device) == "cpu" else cuda
 
 

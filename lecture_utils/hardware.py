@@ -23,7 +23,7 @@ TFLOPS = 1e12  # one TFLOP/s, the unit datasheets print
 PCIE_GEN5_X16_BYTES_PER_S = 32e9 * 16 / 8
 PCIE_SOURCE = "PCIe 5.0 spec: 32 GT/s x 16 lanes, per direction"
 
-# The datasheet precision keys: a datasheet row of FLOP/s ("precision" means only these in the package).
+# The datasheet precision keys: a datasheet row of FLOP/s (a name "precision" in the code means one of these).
 Precision = Literal["fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 

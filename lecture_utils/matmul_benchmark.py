@@ -11,15 +11,14 @@ from typing import Literal
 
 import torch
 
-from lecture_utils.checks import NonNegativeFloat, NonNegativeInt, PositiveInt, PositiveInts
-from lecture_utils.device import sized, torch_threads
+from lecture_utils.checks import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, PositiveInts
+from lecture_utils.device import per_device, torch_threads
 from lecture_utils.flops import matmul_flops, mfu
 from lecture_utils.hardware import Precision
-from lecture_utils.peaks import matmul_precision, peak_flops
+from lecture_utils.peaks import Float32Mode, matmul_precision, peak_flops
 from lecture_utils.timing import time_fn
 
 Case = Literal["bf16", "fp32", "tf32"]
-Float32Mode = Literal["highest", "high"]
 
 # label -> (dtype, torch.set_float32_matmul_precision mode); the mode only matters for float32.
 CASES: dict[Case, tuple[torch.dtype, Float32Mode]] = {
@@ -38,7 +37,7 @@ class MatmulResult:
     dtype: str  # "bfloat16"
     precision: Precision  # the datasheet row that bounds it: "bf16", "fp32", "tf32"
     flops: PositiveInt
-    seconds: NonNegativeFloat  # fastest trial, per matmul
+    seconds: PositiveFloat  # fastest trial, per matmul
     peak_flops_per_s: float | None
     peak_source: str  # where the peak comes from, or why there is none
     peak_estimate: bool
@@ -69,7 +68,7 @@ def float32_matmul_mode(mode: Float32Mode) -> Iterator[None]:
 
 def cases_for(device: torch.device | str) -> list[Case]:
     """The CASES labels that make sense on a device: TF32 is a CUDA tensor-core mode, not a CPU's (notebook 04)."""
-    return sized(device, cpu=["fp32", "bf16"], cuda=["bf16", "fp32", "tf32"])
+    return per_device(device, cpu=["fp32", "bf16"], cuda=["bf16", "fp32", "tf32"])
 
 
 def benchmark_matmul(

@@ -18,13 +18,13 @@ from pathlib import Path
 import torch
 
 from lecture_utils.checks import NonNegativeFloat, NonNegativeInt, PositiveInt
-from lecture_utils.device import device_name, pick_device, sized
+from lecture_utils.device import device_name, per_device, pick_device
 from lecture_utils.matmul_benchmark import MatmulResult, format_results, run_benchmark
 
 
 def reference_sizes(device: torch.device | str) -> tuple[int, ...]:
     """Square sizes for the recorded benchmark: large enough to approach the peak on a GPU (notebook 04)."""
-    return sized(device, cpu=(512, 1024), cuda=(4096, 8192, 16384))
+    return per_device(device, cpu=(512, 1024), cuda=(4096, 8192, 16384))
 
 
 def reference_record(
@@ -96,10 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     device = pick_device()
     sizes = args.sizes or reference_sizes(device)
-    warmup = args.warmup if args.warmup is not None else sized(device, cpu=3, cuda=10)
-    trials = args.trials if args.trials is not None else sized(device, cpu=10, cuda=50)
+    warmup = args.warmup if args.warmup is not None else per_device(device, cpu=3, cuda=10)
+    trials = args.trials if args.trials is not None else per_device(device, cpu=10, cuda=50)
     # Back-to-back calls in a trial hide launch gaps, so the GPU figure is sustained throughput.
-    min_trial_s = args.min_trial_s if args.min_trial_s is not None else sized(device, cpu=0.0, cuda=0.05)
+    min_trial_s = args.min_trial_s if args.min_trial_s is not None else per_device(device, cpu=0.0, cuda=0.05)
     results = run_benchmark(device, sizes, warmup=warmup, trials=trials, min_trial_s=min_trial_s)
     record = reference_record(results, device, warmup=warmup, trials=trials, min_trial_s=min_trial_s)
     print(f"{record['device']}, torch {record['torch']}, {record['date']}")

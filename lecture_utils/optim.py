@@ -24,9 +24,9 @@ import torch
 from jaxtyping import Float
 
 from lecture_utils.checks import NonNegativeInt
-from lecture_utils.memory import tensor_bytes
 
 ParamsT = Iterable[torch.Tensor] | Iterable[dict[str, Any]]
+Betas = Sequence[float]  # (beta1, beta2): a tuple or a list, as torch.optim takes; _check insists on a pair
 
 
 class _Optimizer(torch.optim.Optimizer):
@@ -49,6 +49,8 @@ class _Optimizer(torch.optim.Optimizer):
 
     def _check(self, hyper: dict[str, Any]) -> None:
         """Reject a hyperparameter out of range, as torch.optim does (a group's overrides are not annotated)."""
+        if "betas" in hyper and len(hyper["betas"]) != 2:
+            raise ValueError(f"betas must be a pair (beta1, beta2), got {hyper['betas']}")
         for name, value in hyper.items():
             high = 1.0 if name in self._below_one else math.inf
             if not all(0 <= v < high for v in (value if name == "betas" else (value,))):
@@ -167,7 +169,7 @@ class Adam(_Optimizer):
         self,
         params: ParamsT,
         lr: float = 1e-3,
-        betas: tuple[float, float] = (0.9, 0.999),
+        betas: Betas = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 0.0,
     ) -> None:
@@ -203,7 +205,7 @@ class AdamW(Adam):
         self,
         params: ParamsT,
         lr: float = 1e-3,
-        betas: tuple[float, float] = (0.9, 0.999),
+        betas: Betas = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
     ) -> None:
@@ -213,12 +215,6 @@ class AdamW(Adam):
 OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
     c.__name__.lower(): c for c in (SGD, Momentum, AdaGrad, RMSProp, Adam, AdamW)
 }
-
-
-def optimizer_state_bytes(optimizer: torch.optim.Optimizer) -> int:
-    """Bytes of every tensor the optimizer keeps in its state, 0-d step counters too (notebook 06)."""
-    tensors = (v for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor))
-    return sum(tensor_bytes(v) for v in tensors)
 
 
 def trajectories(

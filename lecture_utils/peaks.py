@@ -15,6 +15,9 @@ from lecture_utils.checks import PositiveInt
 from lecture_utils.device import device_type
 from lecture_utils.hardware import Accelerator, Precision, lookup_accelerator
 
+# torch.set_float32_matmul_precision's settings: "highest" keeps fp32 matmuls fp32, "high" allows TF32, "medium" bf16.
+Float32Mode = Literal["highest", "high", "medium"]
+
 
 def expected_speedup(accelerator: Accelerator | str, fast: Precision, slow: Precision) -> float:
     """Dense datasheet peak ratio peak(fast) / peak(slow): the most a large matmul gains by switching (notebook 08).
@@ -35,7 +38,7 @@ def expected_speedup(accelerator: Accelerator | str, fast: Precision, slow: Prec
         raise ValueError(f"no expected {fast}/{slow} speedup on the {acc.name}: {error}") from error
 
 
-def matmul_precision(dtype: torch.dtype, float32_mode: Literal["highest", "high", "medium"] | None = None) -> Precision:
+def matmul_precision(dtype: torch.dtype, float32_mode: Float32Mode | None = None) -> Precision:
     """Which datasheet row bounds a matmul in this dtype: fp32 'highest' is fp32, 'high' is TF32 (notebook 04).
 
     PyTorch's default for fp32 matmuls is 'highest' (true fp32). On CUDA both 'high' and 'medium'

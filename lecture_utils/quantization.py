@@ -6,7 +6,7 @@ grid is -qmax..qmax with qmax = 2^(bits-1) - 1 (127 for int8, 7 for int4), and w
 """
 
 import copy
-from typing import Literal, get_args
+from typing import Literal
 
 import torch
 from jaxtyping import Float, Int8, UInt8
@@ -15,7 +15,6 @@ from torch import Tensor, nn
 from lecture_utils.transformer import LINEAR_LAYERS
 
 Bits = Literal[8, 4]
-BITS: tuple[int, ...] = get_args(Bits)
 
 
 def qmax(bits: Bits) -> int:

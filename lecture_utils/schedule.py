@@ -51,11 +51,12 @@ def get_lr_cosine_schedule(
 
 
 @torch.no_grad()
-def gradient_clipping(parameters: Iterable[torch.nn.Parameter], max_l2_norm: float) -> Float[Tensor, ""]:
+def gradient_clipping(parameters: Iterable[Tensor] | Tensor, max_l2_norm: float) -> Float[Tensor, ""]:
     """Scale every gradient in place by M / (norm + 1e-6) when the norm of all of them together exceeds M.
 
-    The norm is the L2 norm of all gradients concatenated into one vector; parameters without a
-    gradient are skipped. Returns that norm before clipping (as a tensor, to log it). Clipping
+    `parameters` is one tensor or an iterable of tensors (Parameters or plain tensors with a .grad), as
+    for clip_grad_norm_. The norm is the L2 norm of all gradients concatenated into one vector; tensors
+    without a gradient are skipped. Returns that norm before clipping (as a tensor, to log it). Clipping
     multiplies by 1 when the norm is small instead of branching on it, so a GPU never waits for
     the CPU to read the norm. torch.nn.utils.clip_grad_norm_ gives the same gradients bit for bit,
     except for a norm in (M - 1e-6, M], which it scales by M / (norm + 1e-6) and the handout does not.

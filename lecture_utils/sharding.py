@@ -18,7 +18,7 @@ from jaxtyping import Float
 from torch import nn
 
 from lecture_utils.accounting import RECIPES, Recipe
-from lecture_utils.checks import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+from lecture_utils.checks import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, PositiveInts
 
 Stage = Literal[0, 1, 2, 3]  # 0 is plain data parallelism
 Approach = Literal["ddp", "zero1", "fsdp2"]
@@ -108,12 +108,16 @@ def zero1_partition(model: nn.Module, world_size: PositiveInt) -> list[int]:
     return [sum(sizes) for sizes in zero1_owned_tensors(model, world_size)]
 
 
-def _rank_parameters(model: nn.Module, world_size: int, rank: int) -> list[nn.Parameter]:
-    """The model's trainable parameters, once `rank` is one of the `world_size` ranks."""
-    params = trainable_parameters(model)
+def _check_rank(world_size: int, rank: int) -> None:
+    """Raise unless `rank` is one of the `world_size` ranks (a rank past the last holds nothing and sends nothing)."""
     if rank >= world_size:
         raise ValueError(f"rank must be below world_size {world_size}, got {rank}")
-    return params
+
+
+def _rank_parameters(model: nn.Module, world_size: int, rank: int) -> list[nn.Parameter]:
+    """The model's trainable parameters, once `rank` is one of the `world_size` ranks."""
+    _check_rank(world_size, rank)
+    return trainable_parameters(model)
 
 
 def predicted_step_counter_bytes(
@@ -134,8 +138,9 @@ def predicted_step_counter_bytes(
     return counter_bytes * len(params)
 
 
-def fsdp2_local_numel(shape: torch.Size, world_size: PositiveInt, rank: NonNegativeInt) -> int:
+def fsdp2_local_numel(shape: PositiveInts, world_size: PositiveInt, rank: NonNegativeInt) -> int:
     """Elements of one parameter on `rank` under FSDP2: torch.chunk's share of dim 0, rest whole (notebook 09)."""
+    _check_rank(world_size, rank)
     rows = math.ceil(shape[0] / world_size)  # torch.chunk: equal chunks, the last ones short or empty
     return max(0, min(shape[0], (rank + 1) * rows) - rank * rows) * math.prod(shape[1:])
 

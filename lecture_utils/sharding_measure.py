@@ -28,7 +28,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"`torch\.jit\.\w+` is deprecated", category=DeprecationWarning)
     from torch.distributed.optim import ZeroRedundancyOptimizer
 
-from lecture_utils.accounting import measure_state
+from lecture_utils.accounting import measure_state, step_counter_bytes
 from lecture_utils.checks import NonNegativeInt, PositiveInt
 from lecture_utils.memory import tensor_bytes
 from lecture_utils.sharding import (
@@ -74,7 +74,7 @@ def record_collectives(log: list[tuple[str, int]]) -> Iterator[None]:
             tensor = args[0] if args else kwargs.get("tensor", kwargs.get("output_tensor"))
             if name == "reduce_scatter_single":
                 tensor = kwargs.get("input", args[1] if len(args) > 1 else None)
-            log.append((name, tensor.numel() * tensor.element_size()))
+            log.append((name, tensor_bytes(tensor)))
             return fn(*args, **kwargs)
 
         return counted
@@ -143,7 +143,7 @@ def train_rank(
     report.comm = list(log)
     local = _local_optimizer(optimizer)
     report.held = measure_state(model, local).component_bytes()
-    report.step_counters = sum(tensor_bytes(s["step"]) for s in local.state.values())
+    report.step_counters = step_counter_bytes(local)
     params = list(model.parameters())
     full = [(p.full_tensor() if hasattr(p, "full_tensor") else p).detach() for p in params]
     report.weights = torch.cat([t.reshape(-1) for t in full]).cpu().numpy()
@@ -166,7 +166,7 @@ def reference_weights(steps: PositiveInt = 3) -> np.ndarray:
 def check_reports(reports: list[RankReport], steps: PositiveInt = 3) -> None:
     """Raise AssertionError unless each rank's bytes and traffic are as predicted and weights agree (notebook 09)."""
     model = make_model()
-    param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    param_bytes = sum(tensor_bytes(p) for p in model.parameters())
     reference = torch.from_numpy(reference_weights(steps))
     for r in reports:
         predicted = predicted_rank_bytes(model, r.approach, r.world_size, r.rank)

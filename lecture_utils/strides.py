@@ -22,6 +22,8 @@ def contiguous_strides(shape: PositiveInts) -> tuple[int, ...]:
 
 def storage_index(index: NonNegativeInts, stride: NonNegativeInts, offset: NonNegativeInt = 0) -> int:
     """Position of element `index` in storage: offset + sum(i_k x stride_k), one stride per dim (notebook 02)."""
+    if len(index) != len(stride):  # each dimension has one stride: an index needs one entry per dimension
+        raise ValueError(f"index has {len(index)} dims but stride has {len(stride)}: give one index per dimension")
     return offset + sum(i * s for i, s in zip(index, stride, strict=True))
 
 

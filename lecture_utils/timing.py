@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch.utils.benchmark import Timer
 
-from lecture_utils.checks import NonNegativeFloat, NonNegativeInt, PositiveInt
+from lecture_utils.checks import NonNegativeFloat, NonNegativeFloats, NonNegativeInt, PositiveInt
 from lecture_utils.device import device_type, torch_threads
 
 
@@ -20,7 +20,7 @@ class Timing:
     disturbed least, so it is the steadier measure of what the hardware can do on a shared machine.
     """
 
-    seconds: tuple[NonNegativeFloat, ...]
+    seconds: NonNegativeFloats
     calls_per_trial: PositiveInt = 1
 
     def __post_init__(self) -> None:
@@ -54,10 +54,10 @@ def time_fn(
     """
     # torch's own synchronize, not lecture_utils.device's: the package's import hook checks the
     # arguments of every call to its functions, and the clock must not time that check.
-    cuda = torch.device(device)
-    sync = (lambda: torch.cuda.synchronize(cuda)) if device_type(device) == "cuda" else (lambda: None)
+    dev = torch.device(device)
+    sync = (lambda: torch.cuda.synchronize(dev)) if device_type(device) == "cuda" else (lambda: None)
 
-    def run(calls):  # unannotated, so the hook adds no check to the timed trial either
+    def run(calls: int) -> float:  # the hook checks this call outside the clock: before start, after stop
         sync()
         start = time.perf_counter()
         for _ in range(calls):

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from lecture_utils.device import device_name, pick_device, sized, synchronize, torch_threads
+from lecture_utils.device import device_name, per_device, pick_device, synchronize, torch_threads
 
 
 def test_pick_device_matches_what_torch_sees():
@@ -10,10 +10,10 @@ def test_pick_device_matches_what_torch_sees():
 
 
 def test_sized_picks_by_device_type():
-    assert sized("cpu", cpu=256, cuda=8192) == 256
-    assert sized(torch.device("cuda", 0), cpu=256, cuda=8192) == 8192
+    assert per_device("cpu", cpu=256, cuda=8192) == 256
+    assert per_device(torch.device("cuda", 0), cpu=256, cuda=8192) == 8192
     with pytest.raises(ValueError, match="device type 'meta' is not supported"):
-        sized("meta", cpu=1, cuda=2)
+        per_device("meta", cpu=1, cuda=2)
 
 
 def test_synchronize_and_name_on_cpu():
