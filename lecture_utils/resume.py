@@ -2,7 +2,7 @@
 
 A resume is bit-exact when the resumed run ends where the straight run does: the same losses
 step by step and the same weights. train_and_save trains a run part of the way and writes its
-full checkpoint (lecture_utils.checkpoint); resume loads that file into objects built afresh, as
+full checkpoint (lecture_utils.full_checkpoint); resume loads that file into objects built afresh, as
 a new process would build them, and trains them to the end. Leaving one part out of the load
 shows what that part is for.
 """
@@ -16,8 +16,8 @@ import torch
 from jaxtyping import Integer
 from torch import nn
 
-from lecture_utils.checkpoint import load_full_checkpoint, save_full_checkpoint
 from lecture_utils.checks import NonNegativeInt
+from lecture_utils.full_checkpoint import load_full_checkpoint, save_full_checkpoint
 from lecture_utils.training import TrainConfig, TrainLog, train
 
 # Any seed other than the run's own: torch's global stream re-seeded with it draws other dropout masks.

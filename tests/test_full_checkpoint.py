@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from lecture_utils import checkpointing
-from lecture_utils.checkpoint import (
+from lecture_utils.full_checkpoint import (
     atomic_save,
     load_full_checkpoint,
     rng_state,
