@@ -18,6 +18,7 @@ from lecture_utils.checks import NonNegativeFloat, NonNegativeInt, PositiveFloat
 from lecture_utils.device import torch_threads
 from lecture_utils.master_weights import MasterWeights
 
+# Four of accounting.RECIPES, by the same names: what each costs per parameter is priced there.
 TrainingRecipe = Literal["fp32", "autocast bf16", "bf16 + fp32 master", "pure bf16"]
 TRAINING_RECIPES: tuple[str, ...] = get_args(TrainingRecipe)
 

@@ -4,6 +4,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
+from lecture_utils.accounting import RECIPES
 from lecture_utils.figures.lost_update import plot_training_runs
 from lecture_utils.figures.style import MAX_WIDTH_IN, STYLE, too_small_texts
 from lecture_utils.lost_update import TRAINING_RECIPES, regression_data, train_regression
@@ -67,3 +68,7 @@ def test_training_runs_figure_reads_on_a_projector():
 def test_plot_training_runs_needs_every_recipe():
     with pytest.raises(ValueError, match="missing runs"):
         plot_training_runs({})
+
+
+def test_the_trained_recipes_are_priced_recipes():
+    assert set(TRAINING_RECIPES) <= set(RECIPES)
