@@ -26,7 +26,6 @@ from jaxtyping import Float
 from lecture_utils.checks import NonNegativeInt
 
 ParamsT = Iterable[torch.Tensor] | Iterable[dict[str, Any]]
-Betas = Sequence[float]  # (beta1, beta2): a tuple or a list, as torch.optim takes; _check insists on a pair
 
 
 class _Optimizer(torch.optim.Optimizer):
@@ -169,7 +168,7 @@ class Adam(_Optimizer):
         self,
         params: ParamsT,
         lr: float = 1e-3,
-        betas: Betas = (0.9, 0.999),
+        betas: Sequence[float] = (0.9, 0.999),  # a pair, as a tuple or a list (as torch.optim takes); _check sees to it
         eps: float = 1e-8,
         weight_decay: float = 0.0,
     ) -> None:
@@ -205,7 +204,7 @@ class AdamW(Adam):
         self,
         params: ParamsT,
         lr: float = 1e-3,
-        betas: Betas = (0.9, 0.999),
+        betas: Sequence[float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
     ) -> None:

@@ -56,3 +56,14 @@ def tiny_lm():
 
     config = TransformerConfig(vocab_size=16, max_seq_len=8, d_model=16, n_layers=1, n_heads=2, d_ff=32)
     return lambda seed=0: init_weights_(TinyLM(config), torch.Generator().manual_seed(seed))
+
+
+@pytest.fixture
+def small_mlp():
+    """small_mlp(): a 6 -> 8 -> 1 tanh MLP from torch.manual_seed(0), the same on every call (the optimizer tests)."""
+
+    def make() -> torch.nn.Module:
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+
+    return make

@@ -19,12 +19,7 @@ from lecture_utils.adamw import AdamW
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def make_model() -> nn.Module:
-    torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 1))
-
-
-def train(make_optimizer, steps: int) -> tuple[nn.Module, torch.optim.Optimizer]:
+def train(make_model, make_optimizer, steps: int) -> tuple[nn.Module, torch.optim.Optimizer]:
     """`steps` updates on a fixed stream of batches, with two parameter groups at different learning rates."""
     model = make_model()
     groups = [{"params": model[0].parameters()}, {"params": model[2].parameters(), "lr": 3e-3}]
@@ -39,10 +34,10 @@ def train(make_optimizer, steps: int) -> tuple[nn.Module, torch.optim.Optimizer]
 
 
 @pytest.mark.parametrize("foreach", [False, None])  # torch's per-tensor loop and its default path on this device
-def test_bit_exact_with_torch_when_eps_and_weight_decay_are_zero(foreach):
+def test_bit_exact_with_torch_when_eps_and_weight_decay_are_zero(foreach, small_mlp):
     hyper = dict(lr=1e-2, betas=(0.8, 0.95), eps=0.0, weight_decay=0.0)
-    ours, ours_opt = train(lambda groups: AdamW(groups, **hyper), steps=40)
-    ref, ref_opt = train(lambda groups: torch.optim.AdamW(groups, foreach=foreach, **hyper), steps=40)
+    ours, ours_opt = train(small_mlp, lambda groups: AdamW(groups, **hyper), steps=40)
+    ref, ref_opt = train(small_mlp, lambda groups: torch.optim.AdamW(groups, foreach=foreach, **hyper), steps=40)
     for p, q in zip(ours.parameters(), ref.parameters(), strict=True):
         assert torch.equal(p, q)
         assert torch.equal(ours_opt.state[p]["m"], ref_opt.state[q]["exp_avg"])
@@ -131,6 +126,8 @@ def test_state_tensors_is_the_number_of_state_tensors_shaped_like_the_parameter(
     [
         (dict(lr=-1e-3), ValueError, "lr must be in"),
         (dict(betas=(0.9, 1.0)), ValueError, r"betas\[1\] must be in"),
+        (dict(betas=(0.9,)), ValueError, r"betas must be a pair \(beta1, beta2\)"),
+        (dict(betas=(0.9, 0.99, 0.999)), ValueError, r"betas must be a pair \(beta1, beta2\)"),
         (dict(eps=-1e-8), ValueError, "eps must be in"),
         (dict(weight_decay=-0.1), ValueError, "weight_decay must be in"),
     ],
@@ -143,3 +140,16 @@ def test_bad_hyperparameters_get_a_clear_error(hyper, error, match):
 def test_a_bad_group_override_is_rejected_too():
     with pytest.raises(ValueError, match="lr must be in"):
         AdamW([{"params": [nn.Parameter(torch.zeros(1))], "lr": -1.0}], lr=1e-3)
+
+
+def test_a_group_override_of_betas_must_be_a_pair():
+    with pytest.raises(ValueError, match=r"betas must be a pair \(beta1, beta2\)"):
+        AdamW([{"params": [nn.Parameter(torch.zeros(1))], "betas": (0.9, 0.99, 0.999)}], lr=1e-3)
+
+
+def test_betas_may_be_a_list_as_in_torch_optim():
+    p, q = nn.Parameter(torch.ones(3)), nn.Parameter(torch.ones(3))
+    for param, betas in ((p, [0.9, 0.95]), (q, (0.9, 0.95))):
+        param.grad = torch.tensor([1.0, -2.0, 3.0])
+        AdamW([param], lr=0.1, betas=betas).step()
+    assert torch.equal(p, q) and not torch.equal(p, torch.ones(3))

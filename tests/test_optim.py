@@ -6,6 +6,8 @@ import pytest
 import torch
 from torch import nn
 
+from lecture_utils.accounting import measure_state, step_counter_bytes
+from lecture_utils.memory import tensor_bytes
 from lecture_utils.optim import (
     OPTIMIZERS,
     SGD,
@@ -14,7 +16,6 @@ from lecture_utils.optim import (
     AdamW,
     Momentum,
     RMSProp,
-    optimizer_state_bytes,
     trajectories,
 )
 
@@ -30,17 +31,12 @@ CASES = {
 STEPS, RESUME_AT = 60, 25
 
 
-def make_model() -> nn.Module:
-    torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 1))
-
-
 def param_groups(model: nn.Module, lr: float) -> list[dict]:
     # Two groups with different learning rates: the per-group hyperparameters must be honoured.
     return [{"params": model[0].parameters()}, {"params": model[2].parameters(), "lr": lr / 4}]
 
 
-def train(make_optimizer, lr: float, *, resume_at: int | None) -> list[torch.Tensor]:
+def train(make_model, make_optimizer, lr: float, *, resume_at: int | None) -> list[torch.Tensor]:
     """Run STEPS steps on a fixed stream of batches; optionally save, rebuild and load mid-way."""
     model = make_model()
     optimizer = make_optimizer(param_groups(model, lr), lr)
@@ -64,12 +60,12 @@ def train(make_optimizer, lr: float, *, resume_at: int | None) -> list[torch.Ten
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_matches_torch_after_many_steps_with_resume(name):
+def test_matches_torch_after_many_steps_with_resume(name, small_mlp):
     ours, theirs, shared, extra = CASES[name]
     lr = 0.05 if name in {"sgd", "momentum", "adagrad"} else 0.01
-    mine = train(lambda groups, lr: ours(groups, lr=lr, **shared), lr, resume_at=RESUME_AT)
-    reference = train(lambda groups, lr: theirs(groups, lr=lr, **shared, **extra), lr, resume_at=None)
-    start = [p.detach() for p in make_model().parameters()]
+    mine = train(small_mlp, lambda groups, lr: ours(groups, lr=lr, **shared), lr, resume_at=RESUME_AT)
+    reference = train(small_mlp, lambda groups, lr: theirs(groups, lr=lr, **shared, **extra), lr, resume_at=None)
+    start = [p.detach() for p in small_mlp().parameters()]
     for p, ref, p0 in zip(mine, reference, start, strict=True):
         assert not torch.equal(ref, p0), "the reference did not move: the comparison would be empty"
         torch.testing.assert_close(p, ref, rtol=1e-6, atol=1e-7)
@@ -122,33 +118,26 @@ def test_parameters_without_gradients_are_left_alone():
     assert unused not in optimizer.state
 
 
-def test_state_bytes_are_counted_from_the_state_tensors():
-    params = [nn.Parameter(torch.zeros(10, 3)), nn.Parameter(torch.zeros(7))]
-    param_bytes = 37 * 4
-    for name, cls in OPTIMIZERS.items():
-        optimizer = cls(params, lr=0.1)
-        for p in params:
-            p.grad = torch.ones_like(p)
-        optimizer.step()
-        assert optimizer_state_bytes(optimizer) == cls.state_tensors * param_bytes, name
-    # torch.optim.Adam keeps each step count as a 0-d fp32 tensor: 4 more bytes per parameter tensor.
-    reference = torch.optim.Adam(params, lr=0.1)
-    reference.step()
-    assert optimizer_state_bytes(reference) == 2 * param_bytes + 4 * len(params)
+def one_step(optimizer: torch.optim.Optimizer, model: nn.Module) -> torch.optim.Optimizer:
+    for p in model.parameters():
+        p.grad = torch.ones_like(p)
+    optimizer.step()
+    return optimizer
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_state_tensor_counts_agree_with_torch_optim(name):
-    # Independent of our classes: torch.optim's own state, less its 0-d step counters, is the declared multiple.
+def test_state_bytes_are_the_declared_multiple_as_in_torch_optim(name):
     ours, theirs, _, extra = CASES[name]
-    params = [nn.Parameter(torch.zeros(10, 3)), nn.Parameter(torch.zeros(7))]
+    model = nn.Linear(3, 10)  # 40 parameters in 2 tensors
     options = dict(momentum=0.9) if name == "momentum" else {}
-    optimizer = theirs(params, lr=0.1, **options, **extra)
-    for p in params:
-        p.grad = torch.ones_like(p)
-    optimizer.step()
-    counters = sum(v.numel() * v.element_size() for s in optimizer.state.values() for k, v in s.items() if k == "step")
-    assert optimizer_state_bytes(optimizer) - counters == ours.state_tensors * 37 * 4
+    mine = one_step(ours(model.parameters(), lr=0.1, **options), model)
+    reference = one_step(theirs(model.parameters(), lr=0.1, **options, **extra), model)
+    for optimizer in (mine, reference):  # torch.optim's own state, independent of our classes, agrees
+        assert measure_state(model, optimizer).component_bytes().get("optimizer_state", 0) == ours.state_tensors * 160
+    assert step_counter_bytes(mine) == 0  # our step counts are Python ints
+    # torch.optim keeps a 0-d step tensor per parameter tensor (SGD with momentum keeps none).
+    counters = sum(tensor_bytes(state["step"]) for state in reference.state.values() if "step" in state)
+    assert step_counter_bytes(reference) == counters == (0 if name in {"sgd", "momentum"} else 4 * 2)
 
 
 @pytest.mark.parametrize(
@@ -160,6 +149,8 @@ def test_state_tensor_counts_agree_with_torch_optim(name):
         (RMSProp, dict(lr=0.1, alpha=1.5), ValueError, "alpha must be in"),
         (AdamW, dict(lr=0.1, betas=(0.9, 1.0)), ValueError, "betas must be in"),
         (AdamW, dict(lr=0.1, weight_decay=-0.01), ValueError, "weight_decay must be in"),
+        (Adam, dict(lr=0.1, betas=(0.9,)), ValueError, r"betas must be a pair \(beta1, beta2\)"),
+        (AdamW, dict(lr=0.1, betas=(0.9, 0.99, 0.999)), ValueError, r"betas must be a pair \(beta1, beta2\)"),
     ],
 )
 def test_bad_hyperparameters_are_rejected(cls, kwargs, error, match):
@@ -170,6 +161,20 @@ def test_bad_hyperparameters_are_rejected(cls, kwargs, error, match):
 def test_a_bad_override_in_a_param_group_is_rejected():
     with pytest.raises(ValueError, match="lr must be in"):
         Adam([{"params": [nn.Parameter(torch.zeros(2))], "lr": -1.0}], lr=0.1)
+
+
+def test_a_param_group_override_of_betas_must_be_a_pair():
+    with pytest.raises(ValueError, match=r"betas must be a pair \(beta1, beta2\)"):
+        Adam([{"params": [nn.Parameter(torch.zeros(2))], "betas": (0.9,)}], lr=0.1)
+
+
+def test_betas_may_be_a_list_as_in_torch_optim():
+    trained = []
+    for betas in ([0.8, 0.9], (0.8, 0.9)):
+        torch.manual_seed(0)
+        model = nn.Linear(3, 10)
+        trained.append(one_step(Adam(model.parameters(), lr=0.1, betas=betas), model).param_groups[0]["params"][0])
+    assert torch.equal(*trained)
 
 
 def test_sparse_gradients_are_rejected():

@@ -89,6 +89,18 @@ def test_clipping_leaves_a_norm_exactly_at_the_limit_alone():
     assert (q.grad < p.grad).all()  # scaled by 5 / (5 + 1e-6)
 
 
+def test_clipping_takes_one_tensor_or_plain_tensors_as_clip_grad_norm_does():
+    one, ref = torch.zeros(2, requires_grad=True), torch.zeros(2, requires_grad=True)
+    one.grad, ref.grad = torch.tensor([6.0, 8.0]), torch.tensor([6.0, 8.0])
+    assert gradient_clipping(one, max_l2_norm=5.0).item() == 10.0  # a single tensor, not a list of its rows
+    torch.nn.utils.clip_grad_norm_(ref, max_norm=5.0)
+    assert torch.equal(one.grad, ref.grad)
+    plain = [torch.zeros(2, requires_grad=True) for _ in range(2)]
+    plain[0].grad, plain[1].grad = torch.tensor([3.0, 0.0]), torch.tensor([0.0, 4.0])
+    assert gradient_clipping(plain, max_l2_norm=1.0).item() == 5.0
+    torch.testing.assert_close(plain[1].grad, torch.tensor([0.0, 0.8]))
+
+
 def test_clipping_with_no_gradients_returns_zero():
     assert gradient_clipping([nn.Parameter(torch.ones(3))], 1.0).item() == 0.0
 

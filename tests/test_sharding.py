@@ -92,7 +92,8 @@ def test_fsdp2_shares_follow_torch_chunk(world_size):
     for shape in [(64, 32), (10,), (7, 3), (3, 5)]:
         chunks = torch.empty(shape).chunk(world_size, dim=0)
         numels = [c.numel() for c in chunks] + [0] * (world_size - len(chunks))
-        assert [fsdp2_local_numel(torch.Size(shape), world_size, r) for r in range(world_size)] == numels
+        assert [fsdp2_local_numel(shape, world_size, r) for r in range(world_size)] == numels  # a plain tuple
+        assert fsdp2_local_numel(torch.Size(shape), world_size, 0) == numels[0]  # or a parameter's torch.Size
 
 
 @pytest.mark.parametrize(("approach", "world_size"), [("ddp", 1), ("zero1", 2), ("zero1", 8), ("fsdp2", 3)])
@@ -119,6 +120,8 @@ def test_the_questions_that_have_no_answer_are_refused():
         predicted_rank_bytes(nn.ReLU(), "ddp", 2, 0)
     with pytest.raises(ValueError, match="rank must be below"):
         predicted_rank_bytes(make_model(), "ddp", 2, 2)
+    with pytest.raises(ValueError, match="rank must be below"):
+        fsdp2_local_numel((4, 3), 2, 2)
 
 
 def test_plot_has_a_line_per_stage_and_labelled_axes():
