@@ -72,7 +72,7 @@ def test_empty_and_meta_tensors_share_nothing():
 
 
 def test_storage_index_wants_one_stride_per_dim():
-    with pytest.raises(ValueError, match="zip"):
+    with pytest.raises(ValueError, match="one index per dimension"):
         storage_index((1, 2), (4,))
 
 
