@@ -15,7 +15,7 @@ from lecture_utils.checks import PositiveInt
 from lecture_utils.device import device_type
 from lecture_utils.hardware import Accelerator, Precision, lookup_accelerator
 
-# torch.set_float32_matmul_precision's settings: "highest" keeps fp32 matmuls fp32, "high" allows TF32, "medium" bf16.
+# torch.set_float32_matmul_precision's settings: "highest" keeps fp32 matmuls fp32; "high" and "medium" allow TF32.
 Float32Mode = Literal["highest", "high", "medium"]
 
 
