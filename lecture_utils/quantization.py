@@ -12,6 +12,7 @@ import torch
 from jaxtyping import Float, Int8, UInt8
 from torch import Tensor, nn
 
+from lecture_utils.memory import tensor_bytes
 from lecture_utils.transformer import LINEAR_LAYERS
 
 Bits = Literal[8, 4]
@@ -72,7 +73,7 @@ def quantize_linears(model: nn.Module, bits: Bits) -> tuple[nn.Module, int]:
     for module in linears:
         codes, scale = quantize_per_channel(module.weight, bits)
         kept = pack_int4(codes) if bits == 4 else codes
-        stored += kept.numel() * kept.element_size() + scale.numel() * scale.element_size()
+        stored += tensor_bytes(kept) + tensor_bytes(scale)
         with torch.no_grad():
             module.weight.copy_(dequantize_per_channel(unpack_int4(kept) if bits == 4 else kept, scale))
     return quantized, stored
