@@ -25,7 +25,6 @@ def memmap_tokens():
 
 
 def test_shapes_dtype_shift_and_windows(memmap_tokens):
-    assert isinstance(memmap_tokens, np.memmap)
     torch.manual_seed(0)
     x, y = get_batch(memmap_tokens, batch_size=8, context_length=16, device="cpu")
     assert x.shape == y.shape == (8, 16)
@@ -54,8 +53,13 @@ def test_reproducible_from_the_global_seed_or_a_generator():
     first = get_batch(data, 4, 8, "cpu")
     torch.manual_seed(3)
     assert all(torch.equal(a, b) for a, b in zip(first, get_batch(data, 4, 8, "cpu"), strict=True))
-    own = [get_batch(data, 4, 8, "cpu", generator=torch.Generator().manual_seed(7)) for _ in range(2)]
+    own = []
+    for global_seed in (0, 99):  # the global stream moves between the two calls; the generator decides alone
+        torch.manual_seed(global_seed)
+        own.append(get_batch(data, 4, 8, "cpu", generator=torch.Generator().manual_seed(7)))
     assert all(torch.equal(a, b) for a, b in zip(*own, strict=True))
+    other = get_batch(data, 4, 8, "cpu", generator=torch.Generator().manual_seed(8))
+    assert not torch.equal(other[0], own[0][0])
 
 
 @pytest.mark.parametrize(
@@ -67,9 +71,12 @@ def test_reproducible_from_the_global_seed_or_a_generator():
     ],
 )
 def test_batches_land_on_the_device(device):
-    x, y = get_batch(np.arange(100, dtype=np.int64), 2, 5, device)
+    data = np.arange(100, dtype=np.int64)
+    x, y = get_batch(data, 2, 5, device, generator=torch.Generator().manual_seed(1))
     assert x.device.type == y.device.type == torch.device(device).type
     assert torch.equal(y.cpu(), x.cpu() + 1)
+    # The windows are drawn on the CPU generator, so every device gets the same batch.
+    assert torch.equal(x.cpu(), get_batch(data, 2, 5, "cpu", generator=torch.Generator().manual_seed(1))[0])
 
 
 def test_a_context_as_long_as_the_data_leaves_no_target():

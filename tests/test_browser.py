@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from lab_server import ROOT, running_lab
+from selenium import webdriver  # in the test extra: a missing selenium is a broken install, not a skip
 
 from lecture_utils.figures.style import MIN_FONT_PT
 
@@ -35,7 +36,6 @@ SCREENS = (("a laptop at 100% zoom", (1280, 800), 1.0), ("a 1080p projector at 1
 
 if not (CHROMIUM and CHROMEDRIVER) and os.environ.get("REQUIRE_BROWSER_TEST") != "1":
     pytest.skip("needs chromium and chromedriver: `make browser` installs them (Debian)", allow_module_level=True)
-webdriver = pytest.importorskip("selenium.webdriver")
 
 OPEN_AND_RUN_ALL = """
 const [path, done] = [arguments[0], arguments[arguments.length - 1]];
