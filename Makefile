@@ -2,11 +2,14 @@
 # Both build a local virtual environment (.venv) the first time and reuse it after.
 
 PYTHON ?= python3
-VENV := .venv
+# The committed outputs were recorded with this torch (a CPU build). Another release gets a virtual
+# environment of its own, so trying one never touches .venv: `make test TORCH=torch==2.14.1` builds
+# and uses .venv-torch2.14.1 (on Linux, PyPI's torch is a CUDA build of several GB). pyproject.toml
+# declares the range of releases the notes have been run on.
+PINNED_TORCH := torch==2.13.0
+TORCH ?= $(PINNED_TORCH)
+VENV := $(if $(filter $(PINNED_TORCH),$(TORCH)),.venv,.venv-$(subst $(eval) ,,$(subst =,,$(subst <,,$(subst >,,$(subst *,x,$(TORCH)))))))
 BIN := $(VENV)/bin
-# The committed outputs were recorded with this torch; `make test TORCH=torch` takes the
-# newest release instead (on Linux that is a CUDA build of several GB).
-TORCH ?= torch==2.13.0
 # The port `make lab` serves on: `make lab PORT=8899` when 8888 is taken.
 PORT ?= 8888
 # Where `make gpu` writes its matmul record (copy it to notebooks/data/ to commit it).
@@ -70,4 +73,4 @@ timing: setup
 	CUDA_VISIBLE_DEVICES= $(BIN)/python tools/execute_notebooks.py
 
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf .venv .venv-torch* *.egg-info

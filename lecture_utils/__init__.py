@@ -12,12 +12,42 @@ the call, with the parameter's name. Notebook 03 shows the same checks on one fu
 # the package, Python looks up the bytecode of any library that module imports first under the
 # hook's tag: the first time (or always, where PYTHONDONTWRITEBYTECODE is set, as here) the library
 # is compiled from source. Measured here: 3.5 s instead of 1.4 s for a notebook's first imports.
+import logging
+
 import einops  # noqa: F401
 import matplotlib.pyplot  # noqa: F401
 import numpy  # noqa: F401
-import torch  # noqa: F401
+import torch
 from beartype import BeartypeConf, beartype
 from jaxtyping import install_import_hook
+
+# The oldest torch the notes run on (README, "Torch versions"): they rely on fp8 casts that saturate
+# (notebook 01), and on FSDP2's public `fully_shard` and the collectives it calls (notebook 09).
+# pyproject.toml declares the range the whole suite has been run on. Failing here names the release
+# needed, instead of an error deep inside some notebook.
+OLDEST_TORCH = "2.13"
+if torch.torch_version.TorchVersion(torch.__version__) < OLDEST_TORCH:
+    raise ImportError(
+        f"lecture_utils needs torch {OLDEST_TORCH} or newer; this environment has torch {torch.__version__}. "
+        f'Install a supported release (pip install "torch>={OLDEST_TORCH},<2.15"), or run `make setup`, '
+        "which installs the release the committed outputs were recorded with."
+    )
+
+
+class _NoCudaRuntimeNotice(logging.Filter):
+    """Drops the notice a CUDA build of torch logs when the CUDA toolkit is installed but no GPU is visible.
+
+    torch.utils.cpp_extension logs it once, at import, to stderr (torch.utils.benchmark imports it,
+    and lecture_utils.timing imports that). It is what a GPU workstation prints while its GPU is
+    hidden, as `make test` hides it: a red box in the first cell of every notebook that times
+    something, although the notes print the device they picked anyway.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("No CUDA runtime is found")
+
+
+logging.getLogger("torch.utils.cpp_extension").addFilter(_NoCudaRuntimeNotice())
 
 # PEP 484's numeric tower: an int is accepted where a float is annotated (a count of 70e9 FLOPs
 # and one of 70_000_000_000 are the same number).
