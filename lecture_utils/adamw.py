@@ -17,8 +17,12 @@ How this differs from torch.optim.AdamW (tests/test_adamw.py measures both):
 With eps = 0 and wd = 0 the two are the same math, and this file does the same float operations
 as torch's, so they agree bit for bit.
 
-Copyable: imports only torch (and collections.abc / typing); no other lecture_utils module. Inside
-the package, lecture_utils' import hook checks the annotations; copied alone, only the range checks run.
+A reference, not a submission: assignment 1 grades this optimizer. Students taking CS336 write
+their own under the course's policy and hand in only their own; use this file to check yours against
+(the same parameters and gradients through both, compared step by step), never to copy or hand in.
+
+Self-contained: imports only torch (and collections.abc / typing); no other lecture_utils module.
+Inside the package, lecture_utils' import hook checks the annotations; alone, only the range checks run.
 """
 
 from collections.abc import Callable, Iterable, Sequence

@@ -1,8 +1,12 @@
 """get_batch as CS336 assignment 1 defines it: random windows of a 1-D token array, inputs and next-token targets.
 
-Copyable: imports only numpy and torch (and jaxtyping for the shape notes); no other lecture_utils module.
-In lecture_utils the package's import hook enforces the annotations (a 1-D integer array, int
-sizes); copied alone they document them. Taught in notebook 07; asked for by assignment 1.
+A reference, not a submission: assignment 1 grades this function. Students taking CS336 write
+their own under the course's policy and hand in only their own; use this file to check yours against
+(shapes, dtypes, targets shifted by one, every start reachable), never to copy or hand in.
+
+Self-contained: imports only numpy and torch (and jaxtyping for the shape notes); no other
+lecture_utils module. In lecture_utils the package's import hook enforces the annotations (a 1-D
+integer array, int sizes); alone they document them. Taught in notebook 07.
 """
 
 import numpy as np

@@ -6,7 +6,7 @@ SECONDS_PER_DAY = 86_400
 
 
 def training_flops(params: PositiveFloat, tokens: PositiveFloat) -> float:
-    """Dense-transformer training compute, 6 x N x D: 2ND forward plus 4ND backward (notebooks 00, 04)."""
+    """Dense-transformer training compute, 6ND: N parameters, D tokens; 2ND forward, 4ND backward (notebooks 00, 04)."""
     return 6 * params * tokens
 
 

@@ -1,12 +1,16 @@
 """Linear, softmax, cross_entropy and scaled_dot_product_attention as CS336 assignment 1 defines them.
 
-Copyable: this file imports only math, torch, einops and jaxtyping, and no other lecture_utils
-module, so it can be dropped into an assignment as it is. It uses tensor operations,
-nn.Module and nn.Parameter only (no torch.nn.functional, no nn layers), as the course asks.
-In lecture_utils the package's import hook enforces the annotations (types, dtypes, shapes with
-named axes); copied alone they document them, and torch's own errors catch a bad call. Used in
-notebooks 03 (attention), 06 (Linear, truncated_normal_) and 07 (cross_entropy); the functions
-assignment 1 asks for.
+A reference, not a submission: assignment 1 grades these functions. Students taking CS336 write
+their own under the course's policy and hand in only their own; use this file to check yours
+against (the same random inputs through both, compared with torch.testing.assert_close, as
+notebook 03 shows for softmax), never to copy or hand in.
+
+Self-contained: this file imports only math, torch, einops and jaxtyping, and no other
+lecture_utils module, so it reads, and runs, on its own. It uses tensor operations, nn.Module and
+nn.Parameter only (no torch.nn.functional, no nn layers), as the handout asks. In lecture_utils
+the package's import hook enforces the annotations (types, dtypes, shapes with named axes); alone
+they document them, and torch's own errors catch a bad call. Used in notebooks 03 (attention),
+06 (Linear, truncated_normal_) and 07 (cross_entropy).
 """
 
 import math

@@ -1,8 +1,12 @@
 """The learning-rate schedule and the gradient clipping of CS336 assignment 1, as its handout defines them.
 
-Copyable: imports only math, torch and jaxtyping (and collections.abc); no other lecture_utils module.
-In lecture_utils the package's import hook enforces the annotations; copied alone they document
-them. Both are taught in notebook 07 and asked for by assignment 1.
+A reference, not a submission: assignment 1 grades both functions. Students taking CS336 write
+their own under the course's policy and hand in only their own; use this file to check yours against
+(the same iterations or gradients through both), never to copy or hand in.
+
+Self-contained: imports only math, torch and jaxtyping (and collections.abc); no other lecture_utils
+module. In lecture_utils the package's import hook enforces the annotations; alone they document
+them. Both are taught in notebook 07.
 """
 
 import math

@@ -2,7 +2,8 @@
 
 A tensor is a view of a flat storage: element (i_0, ..., i_{n-1}) lives at
 storage_offset + sum(i_k x stride_k). Views (slices, transposes, .view) change only the
-shape, strides and offset, never the storage.
+shape, strides and offset, never the storage. Indexing with a tensor of positions or a boolean
+mask is not a view: it copies the picked elements into new storage.
 """
 
 import math
