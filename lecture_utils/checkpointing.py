@@ -1,39 +1,87 @@
 """save_checkpoint and load_checkpoint as CS336 assignment 1 defines them: model, optimizer and iteration.
 
 `out` and `src` are a path or a binary file-like object. A path is written atomically (temporary
-file in the same directory, flush, fsync, os.replace), so a crash mid-save leaves the previous
-checkpoint whole. Loading uses torch.load(weights_only=True), which unpickles only tensors and
-plain containers, so a checkpoint from elsewhere cannot run code.
+file in the same directory, flush, fsync, os.replace), so a crash mid-save, even a SIGKILL, leaves
+the previous checkpoint whole, and the next save of that path removes what the crash left. Loading
+uses torch.load(weights_only=True), which unpickles only tensors and plain containers, so a
+checkpoint from elsewhere cannot run code.
 
-Copyable: imports only io, os, tempfile and torch; no other lecture_utils module. In
+A reference, not a submission: assignment 1 grades save_checkpoint and load_checkpoint. Students
+taking CS336 write their own under the course's policy and hand in only their own; use this file to
+check yours against (save with one, load with the other, and compare the restored state), never to
+copy or hand in.
+
+Self-contained: imports only io, os, collections and torch; no other lecture_utils module. In
 lecture_utils the package's import hook enforces the annotations; copied alone they document them.
 Taught in notebook 07; asked for by assignment 1.
 """
 
 import io
 import os
-import tempfile
+from collections.abc import Callable
 
 import torch
 
 _KEYS = ("model", "optimizer", "iteration")
+_RANDOM_HEX = 12  # the temporary's random part: 6 bytes from os.urandom, as hex
 
 
-def atomic_save(obj: object, path: str | os.PathLike) -> None:
+def _temporary_name(target: str) -> str:
+    """`.{target}.{12 hex digits}.tmp`: hidden, beside the target, recognisably its own."""
+    return f".{target}.{os.urandom(_RANDOM_HEX // 2).hex()}.tmp"
+
+
+def _is_temporary_of(name: str, target: str) -> bool:
+    """Whether `name` is a temporary that atomic_save made for `target` (and for no other file)."""
+    prefix, suffix = f".{target}.", ".tmp"
+    middle = name[len(prefix) : -len(suffix)]
+    return (
+        name.startswith(prefix)
+        and name.endswith(suffix)
+        and len(name) == len(prefix) + _RANDOM_HEX + len(suffix)
+        and all(c in "0123456789abcdef" for c in middle)
+    )
+
+
+def _remove_orphans(directory: str, target: str) -> None:
+    """Delete the temporaries a killed save of `target` left: no cleanup code runs after SIGKILL."""
+    for name in os.listdir(directory):
+        if _is_temporary_of(name, target):
+            try:
+                os.remove(os.path.join(directory, name))
+            except FileNotFoundError:  # another saver removed it first
+                pass
+
+
+def atomic_save(
+    obj: object, path: str | os.PathLike, *, _before_replace: Callable[[str], object] | None = None
+) -> None:
     """torch.save to a temporary file beside `path`, flush and fsync it, then os.replace it onto `path`.
 
-    A reader, or a crash, sees the old file or the complete new one, never a half-written one;
-    a failed save leaves no temporary file behind. Both kinds of checkpoint use it (notebook 07).
+    A reader sees the old file or the complete new one, never a half-written one, even if the
+    saving process is killed (SIGKILL, the OOM killer, a preempted node). An exception removes
+    the temporary; a kill cannot, so each save first deletes the temporaries that earlier saves of
+    the same `path` left (`.ckpt.pt.<12 hex digits>.tmp` for ckpt.pt), and no other file. The file
+    is created with mode 0o666 less the umask, as open() would make it (0644 under umask 022).
+    One process saves a given path at a time (rank 0, say): two saving it at once never leave a torn
+    file, but one's sweep may delete the other's temporary, whose save then raises FileNotFoundError.
+    _before_replace(temporary path), if given, runs once the bytes are on disk, before the rename:
+    a hook for crash tests. Both kinds of checkpoint use this (notebook 07).
     """
-    directory = os.path.dirname(os.path.abspath(path))
+    directory, target = os.path.split(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"directory {directory!r} for the checkpoint does not exist")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    _remove_orphans(directory, target)
+    tmp = os.path.join(directory, _temporary_name(target))
+    # O_EXCL: never reuse a file that exists. Mode 0o666: the kernel takes the umask off, as for open().
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             torch.save(obj, f)
             f.flush()
             os.fsync(f.fileno())  # the bytes are on disk before the rename makes them visible
+        if _before_replace is not None:
+            _before_replace(tmp)
         os.replace(tmp, path)  # atomic on one filesystem: readers see the old file or the new one
     except BaseException:
         if os.path.exists(tmp):

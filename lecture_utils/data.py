@@ -97,6 +97,15 @@ def load_tokens(path: str | Path) -> np.memmap:
     return tokens
 
 
+# id() of every generator a Prefetcher's thread is drawing ahead from, while its `with` block runs.
+_DRAWING_AHEAD: set[int] = set()
+
+
+def drawn_ahead(generator: torch.Generator) -> bool:
+    """Whether a running Prefetcher's thread may have drawn past the batch in flight from `generator` (notebook 07)."""
+    return id(generator) in _DRAWING_AHEAD
+
+
 class Prefetcher:
     """Yield `steps` batches from `produce()` while a background thread already makes the next one.
 
@@ -106,31 +115,56 @@ class Prefetcher:
     A thread hides waiting (a slow disk, a network) and work that releases the GIL; CPU-heavy
     Python needs worker processes (DataLoader's num_workers). Use it in a `with` block, which
     stops the thread; wait_seconds adds up how long the consumer waited for batches (notebook 07).
+
+    Pass the `generator` produce() draws from (and nothing else random) to checkpoint inside the
+    loop: data_state() is its state after the last batch handed out, a plain loop's state, while the
+    generator itself may be a draw ahead. Leaving the block puts the generator back to that state.
     """
 
     def __init__(
-        self, produce: Callable[[], tuple[torch.Tensor, ...]], steps: NonNegativeInt, device: torch.device | str
+        self,
+        produce: Callable[[], tuple[torch.Tensor, ...]],
+        steps: NonNegativeInt,
+        device: torch.device | str,
+        *,
+        generator: torch.Generator | None = None,
     ) -> None:
         self.device, self.steps, self.wait_seconds = torch.device(device), steps, 0.0
-        self._produce = produce
+        self._produce, self._generator = produce, generator
         self._stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
         self._pool: ThreadPoolExecutor | None = None
+        self._handed_out_state: torch.Tensor | None = None  # the generator's state after the last batch yielded
 
-    def _fetch(self) -> tuple[tuple[torch.Tensor, ...], torch.cuda.Event | None]:
+    def _fetch(self) -> tuple[tuple[torch.Tensor, ...], torch.cuda.Event | None, torch.Tensor | None]:
         batch = self._produce()
+        drawn = None if self._generator is None else self._generator.get_state()  # right after this batch's draws
         if self._stream is None:
-            return tuple(t.to(self.device) for t in batch), None
+            return tuple(t.to(self.device) for t in batch), None, drawn
         with torch.cuda.stream(self._stream):
             moved = tuple(t.pin_memory().to(self.device, non_blocking=True) for t in batch)
-            return moved, self._stream.record_event()
+            return moved, self._stream.record_event(), drawn
 
     def __enter__(self) -> "Prefetcher":
+        if self._generator is not None:
+            if drawn_ahead(self._generator):
+                raise RuntimeError("another Prefetcher is already drawing from this generator")
+            self._handed_out_state = self._generator.get_state()
+            _DRAWING_AHEAD.add(id(self._generator))
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._pool = None
+        if self._generator is not None:  # undo the draws of a batch made but never handed out
+            self._generator.set_state(self._handed_out_state)
+            _DRAWING_AHEAD.discard(id(self._generator))
+
+    def data_state(self) -> torch.Tensor:
+        """The generator's state after the batch last handed out was drawn: what a checkpoint stores (notebook 07)."""
+        if self._handed_out_state is None:
+            raise RuntimeError("pass generator= to the Prefetcher, and enter its `with` block, to get its data state")
+        return self._handed_out_state.clone()
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, ...]]:
         if self._pool is None:
@@ -138,7 +172,7 @@ class Prefetcher:
         pending: Future | None = self._pool.submit(self._fetch) if self.steps else None
         for i in range(self.steps):
             start = time.perf_counter()
-            batch, copied = pending.result()
+            batch, copied, drawn = pending.result()
             self.wait_seconds += time.perf_counter() - start
             # Ask for the next batch before handing this one out: it is made during this step.
             pending = self._pool.submit(self._fetch) if i + 1 < self.steps else None
@@ -147,4 +181,6 @@ class Prefetcher:
                 current.wait_event(copied)  # the step's kernels start after the copy lands
                 for t in batch:
                     t.record_stream(current)  # so the allocator keeps it until the step is done with it
+            if drawn is not None:
+                self._handed_out_state = drawn
             yield batch

@@ -20,23 +20,41 @@ def truncated_normal_std(cut: PositiveFloat) -> float:
     return math.sqrt(1 - 2 * cut * phi / math.erf(cut / math.sqrt(2)))
 
 
+def _truncated_normal(
+    shape: tuple[int, ...], std: PositiveFloat, generator: torch.Generator, cut: PositiveFloat = 3.0
+) -> Float[torch.Tensor, "..."]:
+    """N(0, std^2) kept to +-cut std by redrawing the values outside, every draw from `generator`."""
+    weight = torch.empty(shape).normal_(0.0, std, generator=generator)
+    outside = weight.abs() > cut * std
+    while outside.any():
+        weight[outside] = torch.empty(int(outside.sum())).normal_(0.0, std, generator=generator)
+        outside = weight.abs() > cut * std
+    return weight
+
+
 class Cruncher(nn.Module):
     """num_layers D x D linear layers, then a D -> 1 head: a deep linear model that is all matmuls (notebook 06).
 
-    The layers draw their weights from torch's global stream, as the assignment's Linear does; a
-    `generator` seeds a forked copy of that stream instead, so the init is reproducible and the
-    global stream is left where it was.
+    The layers draw their weights from torch's global stream, as the assignment's Linear does. With
+    a `generator`, every weight is drawn from it instead (same distribution), and no global stream,
+    on the CPU or any GPU, is read or moved.
     """
 
     def __init__(
         self, dim: PositiveInt, num_layers: NonNegativeInt, *, generator: torch.Generator | None = None
     ) -> None:
         super().__init__()
+        # With a generator: build on the CPU with its global stream forked, so the layers' own init
+        # draws are undone (no GPU stream is involved), then overwrite each weight from the generator.
         with torch.random.fork_rng(devices=[], enabled=generator is not None):
-            if generator is not None:
-                torch.manual_seed(int(torch.randint(2**62, (), generator=generator)))
-            self.layers = nn.ModuleList(Linear(dim, dim) for _ in range(num_layers))
-            self.head = Linear(dim, 1)
+            on = "cpu" if generator is not None else None
+            self.layers = nn.ModuleList(Linear(dim, dim, device=on) for _ in range(num_layers))
+            self.head = Linear(dim, 1, device=on)
+        if generator is not None:
+            with torch.no_grad():
+                for layer in (*self.layers, self.head):
+                    std = math.sqrt(2 / (layer.in_features + layer.out_features))
+                    layer.weight.copy_(_truncated_normal(tuple(layer.weight.shape), std, generator))
 
     def forward(self, x: Float[torch.Tensor, "batch dim"]) -> Float[torch.Tensor, " batch"]:
         for layer in self.layers:

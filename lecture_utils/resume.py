@@ -53,7 +53,12 @@ def train_and_save(
         stop_step=stop_step,
     )
     save_full_checkpoint(
-        path, model=run.model, optimizer=run.optimizer, step=stop_step, data_generator=run.data_generator
+        path,
+        model=run.model,
+        optimizer=run.optimizer,
+        step=stop_step,
+        data_generator=run.data_generator,
+        config=config.trajectory_fields(),
     )
     return log
 
@@ -69,16 +74,18 @@ def resume(
 ) -> tuple[int, TrainLog]:
     """Load the checkpoint at `path` into `fresh`, train it on to config.total_steps; return (step, log) (notebook 07).
 
-    The log holds the steps after the checkpoint's. leave_out skips one part of the load:
-    "optimizer" (AdamW restarts from m = v = 0 and step 0), "rng" (the data order and dropout
-    come from wherever the streams stand), or "dropout stream" (all is loaded, then torch's
-    global stream, which dropout draws from, is re-seeded).
+    The log holds the steps after the checkpoint's. A config other than the saved one (total_steps,
+    the schedule, the batch shape) raises ValueError: the run would change course mid-way.
+    leave_out skips one part of the load: "optimizer" (AdamW restarts from m = v = 0 and step 0),
+    "rng" (the data order and dropout come from wherever the streams stand), or "dropout stream"
+    (all is loaded, then torch's global stream, which dropout draws from, is re-seeded).
     """
     step = load_full_checkpoint(
         path,
         model=fresh.model,
         optimizer=None if leave_out == "optimizer" else fresh.optimizer,
         data_generator=None if leave_out == "rng" else fresh.data_generator,
+        config=config.trajectory_fields(),
     )
     if leave_out == "dropout stream":
         torch.manual_seed(OTHER_SEED)

@@ -3,7 +3,7 @@
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
@@ -65,6 +65,13 @@ class TrainConfig:
             raise ValueError(
                 f"warmup_steps must lie in [0, total_steps]: the cosine follows it, got {self.warmup_steps}"
             )
+
+    def trajectory_fields(self) -> dict[str, int | float]:
+        """The fields that decide the weights a run reaches, schedule included; evaluation settings do not.
+
+        A full checkpoint stores them, and resume refuses to go on under other values (notebook 07).
+        """
+        return {k: v for k, v in asdict(self).items() if k not in ("eval_every", "eval_batches", "eval_seed")}
 
     def lr(self, step: NonNegativeInt) -> float:
         """The scheduled learning rate at 0-based `step`."""

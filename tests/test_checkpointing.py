@@ -1,8 +1,14 @@
-"""save_checkpoint / load_checkpoint through a path and a BytesIO: training resumes exactly; saves are atomic."""
+"""save_checkpoint / load_checkpoint through a path and a BytesIO: training resumes exactly; saves are atomic,
+survive a SIGKILL before the rename, sweep what such a kill leaves, and follow the umask."""
 
 import io
 import os
 import pickle
+import select
+import signal
+import stat
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -11,7 +17,7 @@ import torch
 from torch import nn
 
 from lecture_utils.adamw import AdamW
-from lecture_utils.checkpointing import load_checkpoint, save_checkpoint
+from lecture_utils.checkpointing import atomic_save, load_checkpoint, save_checkpoint
 from lecture_utils.nn_basics import Linear
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -100,3 +106,74 @@ def test_load_refuses_arbitrary_objects_and_foreign_files():
 def test_saving_into_a_missing_directory_says_so():
     with pytest.raises(FileNotFoundError, match="does not exist"):
         save_checkpoint(*fresh(0), 1, "/no/such/directory/ckpt.pt")
+
+
+# A saving process that stops once its temporary file is written and fsynced, before the rename,
+# and says so on stdout; the test then kills it with SIGKILL, so no cleanup code of its runs.
+PAUSED_SAVER = """
+import sys, time
+import torch
+from lecture_utils.checkpointing import atomic_save
+
+def pause(temporary):
+    print(temporary, flush=True)
+    time.sleep(60)
+
+atomic_save({"iteration": 2, "weights": torch.full((10_000,), 2.0)}, sys.argv[1], _before_replace=pause)
+"""
+
+
+def kill_while_paused_before_the_rename(path: Path) -> Path:
+    """Run PAUSED_SAVER on `path`, SIGKILL it at the pause; return the temporary it left."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", PAUSED_SAVER, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        ready, _, _ = select.select([child.stdout], [], [], 120)
+        line = child.stdout.readline().strip() if ready else ""
+        assert line, f"the saver never reached the rename: {child.stderr.read() if child.poll() is not None else ''}"
+        os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(timeout=60) == -signal.SIGKILL
+    finally:  # nothing outlives the test, even when an assert above fails
+        child.kill()
+        child.wait()
+        child.stdout.close()
+        child.stderr.close()
+    return Path(line)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
+def test_a_save_killed_before_the_rename_keeps_the_old_checkpoint_and_the_next_save_sweeps_its_temporary(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    atomic_save({"iteration": 1, "weights": torch.ones(10_000)}, path)
+    before = path.read_bytes()
+
+    temporary = kill_while_paused_before_the_rename(path)
+
+    assert path.read_bytes() == before
+    old = torch.load(path, weights_only=True)
+    assert old["iteration"] == 1 and torch.equal(old["weights"], torch.ones(10_000))
+    assert sorted(os.listdir(tmp_path)) == sorted(["ckpt.pt", temporary.name]) and temporary.parent == tmp_path
+    assert temporary.name.startswith(".ckpt.pt.") and temporary.name.endswith(".tmp")
+    assert torch.load(temporary, weights_only=True)["iteration"] == 2  # complete: only the rename was missing
+
+    # Beside it, files that are not temporaries of ckpt.pt: another target's, look-alikes, a backup.
+    others = [".other.pt.0123456789ab.tmp", ".ckpt.pt.old.0123456789ab.tmp", ".ckpt.pt.notes.tmp", "ckpt.pt.bak"]
+    for name in others:
+        (tmp_path / name).write_bytes(b"keep me")
+    save_checkpoint(*fresh(0), 3, path)
+    assert sorted(os.listdir(tmp_path)) == sorted(["ckpt.pt", *others])
+    assert load_checkpoint(path, *fresh(1)) == 3
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_a_checkpoint_gets_the_permissions_open_would_give_it(tmp_path, umask, mode):
+    previous = os.umask(umask)  # the process's umask: set for this test only
+    try:
+        save_checkpoint(*fresh(0), 1, tmp_path / "ckpt.pt")
+        (tmp_path / "plain").write_bytes(b"")  # the reference: a file made by open()
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "ckpt.pt").stat().st_mode) == mode
+    assert stat.S_IMODE((tmp_path / "plain").stat().st_mode) == mode

@@ -1,16 +1,22 @@
-"""Seeding, RNG states, atomic saves that survive a crash, and bit-exact resume for every optimizer."""
+"""Seeding, RNG states, atomic saves that survive a crash, and bit-exact resume for every optimizer,
+with a prefetching loop too; a resume under another config is refused, one in another environment warned."""
 
 import os
 import pickle
 import random
+import warnings
 
 import numpy as np
 import pytest
 import torch
 
 from lecture_utils import checkpointing
+from lecture_utils.batching import get_batch
+from lecture_utils.data import Prefetcher
 from lecture_utils.full_checkpoint import (
+    ResumeWarning,
     atomic_save,
+    environment,
     load_full_checkpoint,
     rng_state,
     save_full_checkpoint,
@@ -19,7 +25,7 @@ from lecture_utils.full_checkpoint import (
 )
 from lecture_utils.optim import OPTIMIZERS
 from lecture_utils.resume import Run, resume, train_and_save
-from lecture_utils.training import TrainConfig, train
+from lecture_utils.training import TrainConfig, train, train_step
 
 CONTEXT = 8  # conftest's tiny_lm's
 LR = {"sgd": 0.5, "momentum": 0.1, "adagrad": 0.05, "rmsprop": 3e-3, "adam": 3e-3, "adamw": 3e-3}
@@ -91,7 +97,7 @@ def test_set_rng_state_rejects_an_incomplete_state():
 
 
 class PowerCut:
-    """Pickling this raises, as a crash would part-way through writing a checkpoint."""
+    """Pickling this raises: the save fails after its file is opened, before any tensor byte is written."""
 
     def __reduce__(self):
         raise RuntimeError("power cut")
@@ -173,8 +179,8 @@ def test_load_rejects_a_file_that_is_not_a_checkpoint_or_of_another_format(tmp_p
     with pytest.raises(ValueError, match="not a checkpoint"):
         load(tmp_path / "other.pt", fresh("sgd", 0, 0))
     path = save(tmp_path / "ckpt.pt", fresh("sgd", 0, 0), step=1)
-    torch.save(torch.load(path, weights_only=True) | {"format_version": 1}, path)
-    with pytest.raises(ValueError, match="format 1 is not the supported"):
+    torch.save(torch.load(path, weights_only=True) | {"format_version": 2}, path)
+    with pytest.raises(ValueError, match="format 2 is not the supported"):
         load(path, fresh("sgd", 0, 0))
 
 
@@ -219,3 +225,107 @@ def test_the_assignments_load_checkpoint_reads_a_full_checkpoint(tmp_path, token
     assert checkpointing.load_checkpoint(tmp_path / "ckpt.pt", other.model, other.optimizer) == 3
     assert all(torch.equal(a, b) for a, b in zip(run.model.parameters(), other.model.parameters(), strict=True))
     assert other.optimizer.state_dict()["state"][0]["step"] == 3
+
+
+def rewrite(path, change):
+    """Load the checkpoint at `path`, let change(checkpoint) edit it, and write it back: a saved value faked."""
+    checkpoint = torch.load(path, weights_only=True)
+    change(checkpoint)
+    torch.save(checkpoint, path)
+
+
+def test_a_load_in_the_saving_environment_is_silent(tmp_path, fresh):
+    path = save(tmp_path / "ckpt.pt", fresh("adamw", 0, 1), step=3)
+    assert torch.load(path, weights_only=True)["environment"] == environment()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load(path, fresh("adamw", 9, 9)) == 3
+
+
+@pytest.mark.parametrize(
+    ("key", "other", "message"),
+    [
+        ("torch", "2.0.0", "torch version was '2.0.0'"),
+        ("threads", 64, r"torch.get_num_threads\(\) was 64"),
+        ("gpus", ["NVIDIA H100 80GB HBM3"] * 8, "GPUs was"),
+    ],
+)
+def test_a_load_warns_for_each_part_of_the_environment_that_changed(tmp_path, fresh, key, other, message):
+    path = save(tmp_path / "ckpt.pt", fresh("adamw", 0, 1), step=3)
+    rewrite(path, lambda checkpoint: checkpoint["environment"].update({key: other}))
+    with pytest.warns(ResumeWarning, match=message) as caught:
+        load(path, fresh("adamw", 9, 9))
+    assert len(caught) == 1  # one warning for the one part that differs
+
+
+def test_gpu_streams_that_cannot_be_restored_are_warned_about_not_skipped_silently(tmp_path, fresh):
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    state = rng_state(torch.Generator())
+    state["torch_cuda"] = [torch.get_rng_state()[:16].clone() for _ in range(gpus + 1)]  # one GPU more than here
+    with pytest.warns(ResumeWarning, match=f"holds {gpus + 1} GPU random streams and this process sees {gpus}"):
+        set_rng_state(state, torch.Generator())
+
+
+def test_resume_refuses_another_config_but_not_other_evaluation_settings(tmp_path, tokens, fresh):
+    config = eight_steps("adamw")
+    train_and_save(fresh("adamw", 0, 1), tokens, config, tmp_path / "ckpt.pt", device="cpu", stop_step=4)
+    saved = torch.load(tmp_path / "ckpt.pt", weights_only=True)["config"]
+    assert saved["total_steps"] == 8 and saved["warmup_steps"] == 2 and saved["max_lr"] == LR["adamw"]
+    longer = TrainConfig(max_lr=LR["adamw"], total_steps=16, batch_size=4, context_length=CONTEXT, warmup_steps=2)
+    # What the refusal prevents: the same step under the longer schedule gets another rate.
+    assert longer.lr(5) != config.lr(5)
+    with pytest.raises(ValueError, match="total_steps: 8 saved, 16 now"):
+        resume(tmp_path / "ckpt.pt", fresh("adamw", 9, 9), tokens, longer, device="cpu")
+    evaluated_more_often = TrainConfig(**(config.trajectory_fields() | {"eval_every": 1}))
+    step, log = resume(tmp_path / "ckpt.pt", fresh("adamw", 9, 9), tokens, evaluated_more_often, device="cpu")
+    assert step == 4 and log.step == [4, 5, 6, 7]
+
+
+def test_resume_refuses_a_checkpoint_saved_without_its_config(tmp_path, tokens, fresh):
+    save(tmp_path / "ckpt.pt", fresh("adamw", 0, 1), step=4)
+    with pytest.raises(ValueError, match="saved without a config"):
+        resume(tmp_path / "ckpt.pt", fresh("adamw", 9, 9), tokens, eight_steps("adamw"), device="cpu")
+
+
+def prefetched_steps(run: Run, tokens, config: TrainConfig, start: int, *, save_at=None, path=None) -> list[float]:
+    """Steps start .. total_steps - 1 on batches a Prefetcher makes ahead; at save_at, save from inside the loop."""
+
+    def produce():
+        return get_batch(tokens, config.batch_size, config.context_length, "cpu", generator=run.data_generator)
+
+    losses = []
+    with Prefetcher(produce, config.total_steps - start, "cpu", generator=run.data_generator) as batches:
+        for step, (x, y) in enumerate(batches, start):
+            loss, _ = train_step(run.model, run.optimizer, x, y, lr=config.lr(step), max_grad_norm=config.max_grad_norm)
+            losses.append(loss)
+            if step + 1 == save_at:
+                with pytest.raises(ValueError, match="draws ahead"):  # the generator alone is a batch ahead
+                    save(path, run, step=save_at)
+                save_full_checkpoint(
+                    path,
+                    model=run.model,
+                    optimizer=run.optimizer,
+                    step=save_at,
+                    data_generator=run.data_generator,
+                    config=config.trajectory_fields(),
+                    data_state=batches.data_state(),
+                )
+                break
+    return losses
+
+
+def test_a_prefetching_run_resumes_bit_for_bit(tmp_path, tokens, fresh):
+    config = eight_steps("adamw")
+    torch.manual_seed(0)
+    straight = fresh("adamw", 0, 1)
+    straight_log = train(straight.model, straight.optimizer, tokens, config, device="cpu",
+                         data_generator=straight.data_generator)  # fmt: skip
+    first = prefetched_steps(fresh("adamw", 0, 1), tokens, config, 0, save_at=4, path=tmp_path / "ckpt.pt")
+    resumed = fresh("adamw", 99, 99)
+    assert load(tmp_path / "ckpt.pt", resumed) == 4
+    rest = prefetched_steps(resumed, tokens, config, 4)
+    assert first + rest == straight_log.train_loss  # the serial loop's losses, step for step
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(straight.model.state_dict().values(), resumed.model.state_dict().values(), strict=True)
+    )

@@ -33,14 +33,34 @@ def test_cruncher_layers_are_the_assignments_linear_with_the_lectures_std():
     assert weights.std().item() * math.sqrt(256) == pytest.approx(truncated_normal_std(3.0), abs=0.005)
 
 
-def test_cruncher_init_follows_its_generator_and_leaves_the_global_stream_alone():
+def test_cruncher_init_follows_its_generator_and_leaves_every_global_stream_alone(monkeypatch):
+    def reseeds_a_gpu_stream(seed):
+        raise AssertionError("the init reseeded a GPU's global stream")
+
+    torch.manual_seed(1)
+    # torch.manual_seed reseeds every GPU's stream through this, even on a machine without one.
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", reseeds_a_gpu_stream)
     before = torch.get_rng_state()
+    cuda_before = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
     a = Cruncher(8, 2, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(torch.get_rng_state(), before)
+    cuda_after = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
+    assert all(torch.equal(x, y) for x, y in zip(cuda_after, cuda_before, strict=True))
+    monkeypatch.undo()
+    torch.manual_seed(2)  # another global stream: the init must not depend on it
     b = Cruncher(8, 2, generator=torch.Generator().manual_seed(5))
     c = Cruncher(8, 2, generator=torch.Generator().manual_seed(6))
-    assert torch.equal(torch.get_rng_state(), before)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
     assert not torch.equal(a.head.weight, c.head.weight)
+
+
+def test_a_generator_draws_what_the_assignments_linear_draws_from_the_global_stream_seeded_alike():
+    # The generator path has its own sampler; nn_basics.truncated_normal_ is the reference.
+    ours = Cruncher(64, 3, generator=torch.Generator().manual_seed(7))
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(7)  # the CPU stream only
+        reference = Cruncher(64, 3)  # the assignment's Linear, drawing from the global stream
+    assert all(torch.equal(p, q) for p, q in zip(ours.parameters(), reference.parameters(), strict=True))
 
 
 @pytest.mark.parametrize(("dim", "layers", "expected"), [(64, 2, 8256), (4, 2, 36), (10, 0, 10)])

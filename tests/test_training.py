@@ -1,6 +1,7 @@
 """The config's schedule against torch's cosine scheduler, one step against hand-computed clipping, the loop's log."""
 
 import copy
+import dataclasses
 import math
 
 import pytest
@@ -44,6 +45,19 @@ def test_train_config_rejects_rules_between_fields():
     with pytest.raises(ValueError, match="share of max_lr"):
         TrainConfig(max_lr=1e-3, total_steps=10, min_lr_ratio=1.5)
     assert TrainConfig(max_lr=1.0, total_steps=10, warmup_steps=0, min_lr_ratio=0.5).lr(10) == 0.5
+
+
+def test_trajectory_fields_are_every_field_but_the_evaluation_settings():
+    config = TrainConfig(max_lr=1e-3, total_steps=50, warmup_steps=5, eval_every=7, eval_seed=3)
+    fields = config.trajectory_fields()
+    assert set(fields) == {f.name for f in dataclasses.fields(TrainConfig)} - {
+        "eval_every",
+        "eval_batches",
+        "eval_seed",
+    }
+    rebuilt = TrainConfig(**fields)  # the defaults fill in the evaluation settings
+    assert [rebuilt.lr(s) for s in range(60)] == [config.lr(s) for s in range(60)]
+    assert rebuilt.batch_size == config.batch_size and rebuilt.eval_every != config.eval_every
 
 
 def test_init_weights_depends_on_its_generator_only(tiny_lm):
