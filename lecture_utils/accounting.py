@@ -152,8 +152,8 @@ RECIPES: dict[str, Recipe] = {
         ),
         Recipe(
             "bf16 + fp32 master", _BF16, _BF16, AdamW, master_weights=_FP32,
-            why="the standard recipe (2 + 2 + 12 in the ZeRO paper, Rajbhandari et al., 2019): a bf16 model, "
-            "an fp32 copy that the optimizer updates",
+            why="the standard recipe: a bf16 model, an fp32 copy that the optimizer updates (the ZeRO paper's "
+            "2 + 2 + 12, Rajbhandari et al., 2019, with fp16 on V100s: the same bytes)",
         ),
         Recipe(
             "bf16 + fp32 grads", _BF16, _FP32, AdamW, master_weights=_FP32,

@@ -75,6 +75,23 @@ def make_model() -> nn.Sequential:
     return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 16))
 
 
+def gpt2_small(device: str = "meta") -> nn.ModuleList:
+    """GPT-2 small's parameter tensors, 124M, its unembedding tied to the token embedding (notebook 09).
+
+    On the meta device the tensors have shapes and no memory: enough to count and partition them.
+    Linear layers stand in for GPT-2's Conv1D ones, which hold the same weights transposed.
+    """
+    d, vocab, context, layers = 768, 50257, 1024, 12
+
+    def block() -> list[nn.Module]:  # norm, attention's qkv and output, norm, the MLP's up and down
+        attention = [nn.LayerNorm(d), nn.Linear(d, 3 * d), nn.Linear(d, d)]
+        return [*attention, nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)]
+
+    with torch.device(device):
+        body = [module for _ in range(layers) for module in block()]
+        return nn.ModuleList([nn.Embedding(vocab, d), nn.Embedding(context, d), *body, nn.LayerNorm(d)])
+
+
 def make_batch(rows: PositiveInt = 16) -> tuple[Float[torch.Tensor, "rows 32"], Float[torch.Tensor, "rows 16"]]:
     """One fixed global batch, drawn on the CPU from its own generator so every rank draws the same (notebook 09)."""
     gen = torch.Generator().manual_seed(1)

@@ -20,6 +20,7 @@ from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import fully_shard
+from torch.multiprocessing.reductions import StorageWeakRef  # a weak reference to a storage
 from torch.nn.parallel import DistributedDataParallel
 
 with warnings.catch_warnings():
@@ -38,6 +39,7 @@ from lecture_utils.sharding import (
     predicted_rank_bytes,
     predicted_step_counter_bytes,
     predicted_traffic,
+    ring_bytes_sent,
 )
 from lecture_utils.transformer import LINEAR_LAYERS
 
@@ -56,16 +58,29 @@ class RankReport:
     held: dict[str, int] = field(default_factory=dict)  # bytes per accounting component, empty ones left out
     step_counters: int = 0  # Adam's per-tensor `step` scalars: bookkeeping the accounting leaves out
     comm: list[tuple[str, int]] = field(default_factory=list)  # (collective, bytes of the tensor passed)
+    kept: list[bool] = field(default_factory=list)  # per comm entry: is its memory still held after the step?
     losses: list[float] = field(default_factory=list)
     weights: np.ndarray | None = None  # the full trained weights, flattened, as this rank sees them
 
+    @property
+    def ring_sent(self) -> float:
+        """Bytes this rank sends in the last step if every collective it called ran as a ring."""
+        return sum(ring_bytes_sent(name, size, self.world_size) for name, size in self.comm)
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes of the tensors passed to collectives in the last step that something still holds after it."""
+        return sum(size for (_, size), alive in zip(self.comm, self.kept, strict=True) if alive)
+
 
 @contextlib.contextmanager
-def record_collectives(log: list[tuple[str, int]]) -> Iterator[None]:
+def record_collectives(log: list[tuple[str, int]], refs: list | None = None) -> Iterator[None]:
     """Log (name, bytes) of every collective called via torch.distributed while active (notebook 09).
 
     For all-gather the full (output) tensor is logged and for reduce-scatter the full (input) one, so
     every entry is the size of the whole tensor the collective works on, whatever the algorithm sends.
+    `refs`, if given, gets a weak reference to each such tensor's storage: it tells later whether the
+    memory was freed (a tensor object can die while its storage lives on in a view).
     """
     originals = {name: getattr(dist, name) for name in PATCHED}
 
@@ -75,6 +90,8 @@ def record_collectives(log: list[tuple[str, int]]) -> Iterator[None]:
             if name == "reduce_scatter_single":
                 tensor = kwargs.get("input", args[1] if len(args) > 1 else None)
             log.append((name, tensor_bytes(tensor)))
+            if refs is not None:
+                refs.append(StorageWeakRef(tensor.untyped_storage()))
             return fn(*args, **kwargs)
 
         return counted
@@ -128,11 +145,13 @@ def train_rank(
     rows = x.shape[0] // world_size  # each rank trains on its own slice of the same global batch
     x, y = x[rank * rows : (rank + 1) * rows], y[rank * rows : (rank + 1) * rows]
     log: list[tuple[str, int]] = []
+    refs: list[StorageWeakRef] = []
     wrapped, optimizer = _wrap(model, approach, device)
     report = RankReport(rank, world_size, approach)
     for _ in range(steps):
         log.clear()
-        with record_collectives(log):
+        refs.clear()
+        with record_collectives(log, refs):
             optimizer.zero_grad()
             loss = nn.functional.mse_loss(wrapped(x), y)
             loss.backward()
@@ -141,6 +160,7 @@ def train_rank(
         dist.all_reduce(mean_loss)  # outside the recording: only for printing the global loss
         report.losses.append(mean_loss.item() / world_size)
     report.comm = list(log)
+    report.kept = [not ref.expired() for ref in refs]
     local = _local_optimizer(optimizer)
     report.held = measure_state(model, local).component_bytes()
     report.step_counters = step_counter_bytes(local)
@@ -148,6 +168,32 @@ def train_rank(
     full = [(p.full_tensor() if hasattr(p, "full_tensor") else p).detach() for p in params]
     report.weights = torch.cat([t.reshape(-1) for t in full]).cpu().numpy()
     return report
+
+
+def ddp_gradient_buckets(rank: NonNegativeInt, world_size: PositiveInt, as_view: bool) -> tuple[int, int, int]:
+    """Bytes of DDP's gradient buckets, of the .grad tensors, and of the .grads inside the buckets (notebook 09).
+
+    Read on the second step, after DDP has rebuilt its buckets in the order the gradients arrived.
+    """
+    torch.manual_seed(0)
+    model = make_model()
+    ddp = DistributedDataParallel(model, gradient_as_bucket_view=as_view)
+    buckets: list[torch.Tensor] = []
+
+    # No return annotation: DDP wants exactly Future[Tensor], which the runtime type check cannot match.
+    def recording_allreduce(state: object, bucket: dist.GradBucket):
+        buckets.append(bucket.buffer())
+        return allreduce_hook(state, bucket)
+
+    ddp.register_comm_hook(None, recording_allreduce)
+    x, y = make_batch()
+    for _ in range(2):
+        buckets.clear()
+        nn.functional.mse_loss(ddp(x), y).backward()
+    spans = [(b.untyped_storage().data_ptr(), b.untyped_storage().nbytes()) for b in buckets]
+    grads = [p.grad for p in model.parameters()]
+    inside = [g for g in grads if any(start <= g.data_ptr() < start + size for start, size in spans)]
+    return sum(size for _, size in spans), sum(map(tensor_bytes, grads)), sum(map(tensor_bytes, inside))
 
 
 def reference_weights(steps: PositiveInt = 3) -> np.ndarray:
@@ -184,16 +230,17 @@ def check_reports(reports: list[RankReport], steps: PositiveInt = 3) -> None:
 
 
 def format_reports(reports: list[RankReport]) -> str:
-    """A table, one row a rank: bytes held, bytes passed to collectives in the last step, final loss (notebook 09)."""
+    """A table, one row a rank: bytes held; bytes of the tensors passed to collectives in the last step and
+    the bytes a ring would send for them; the final loss (notebook 09)."""
     lines = [
         f"{'approach':8} {'ranks':>5} {'rank':>4} {'params B':>9} {'grads B':>8} {'Adam m,v B':>10} "
-        f"{'collectives B':>13} {'loss':>6}"
+        f"{'passed B':>9} {'sent B':>7} {'loss':>6}"
     ]
     for r in reports:
         params, grads, state = (r.held.get(name, 0) for name in ("parameters", "gradients", "optimizer_state"))
-        sent = sum(size for _, size in r.comm)
+        passed = sum(size for _, size in r.comm)
         lines.append(
             f"{r.approach:8} {r.world_size:>5} {r.rank:>4} {params:>9,} {grads:>8,} {state:>10,} "
-            f"{sent:>13,} {r.losses[-1]:>6.3f}"
+            f"{passed:>9,} {r.ring_sent:>7,.0f} {r.losses[-1]:>6.3f}"
         )
     return "\n".join(lines)

@@ -4,6 +4,7 @@ Notebook 03 builds the attention, notebook 05 prices the model's training step (
 in lecture_utils.flops), and notebook 07 trains it.
 """
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -52,18 +53,31 @@ def causal_attention(
 ) -> Float[Tensor, "*batch heads seq head_dim"]:
     """softmax(q k^T / sqrt(head_dim)) v under a causal mask, as two einsums FlopCounterMode sees (notebook 03).
 
-    The softmax runs in at least fp32 whatever the input dtype (notebook 08 measures why: a softmax
-    summed in bf16 goes wrong as rows grow); its weights are rounded back to the input dtype for the
-    second matmul. lecture_utils.nn_basics.scaled_dot_product_attention is the assignment's version
-    of the same idea: copyable on its own, with any mask, its own softmax, and fp32 scores always.
+    The scores are formed and soft-maxed in at least fp32 whatever the input dtype, as flash kernels
+    keep them: a score rounded to bf16 is off by up to |z| 2^-9, which exp turns into a relative
+    error of its weight that grows with the logits (notebook 08 measures it). Autocast would lower
+    this matmul to bf16 even for fp32 inputs, so it is switched off for it. The weights are rounded
+    back to the input dtype for the second matmul. lecture_utils.nn_basics.scaled_dot_product_attention
+    is the assignment's version of the same idea: copyable on its own, with any mask and its own softmax.
     """
     seq, head_dim = q.shape[-2:]
-    scores = einsum(q, k, "... heads seq_q head_dim, ... heads seq_k head_dim -> ... heads seq_q seq_k")
+    wide = torch.promote_types(q.dtype, torch.float32)  # bf16/fp16 -> fp32; fp64 stays fp64
+    # bf16 -> fp32 is exact and a product of two bf16 values fits in fp32: only the sum rounds, in fp32.
+    with _autocast_off(q.device):
+        scores = einsum(
+            q.to(wide), k.to(wide), "... heads seq_q head_dim, ... heads seq_k head_dim -> ... heads seq_q seq_k"
+        )
     future = torch.ones(seq, seq, dtype=torch.bool, device=q.device).triu(1)
-    wide = torch.promote_types(scores.dtype, torch.float32)  # bf16/fp16 -> fp32; fp64 stays fp64
-    scaled = (scores.to(wide) / math.sqrt(head_dim)).masked_fill(future, float("-inf"))
+    scaled = (scores / math.sqrt(head_dim)).masked_fill(future, float("-inf"))
     weights = scaled.softmax(dim=-1).to(q.dtype)
     return einsum(weights, v, "... heads seq_q seq_k, ... heads seq_k head_dim -> ... heads seq_q head_dim")
+
+
+def _autocast_off(device: torch.device) -> contextlib.AbstractContextManager:
+    """A block where autocast is off on `device`: a no-op where it is not on (and on devices it does not know)."""
+    if device.type in ("cpu", "cuda", "mps", "xpu") and torch.is_autocast_enabled(device.type):
+        return torch.autocast(device.type, enabled=False)
+    return contextlib.nullcontext()
 
 
 # --- the model ----------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from jaxtyping import TypeCheckError
 
 from lecture_utils.dtypes import ulp
 from lecture_utils.fp8 import dequantize_fp8, fp8_matmul_available, quantize_fp8, scaled_fp8_matmul
+from lecture_utils.hardware import ACCELERATORS
 
 
 @pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
@@ -61,3 +62,10 @@ def test_scaled_fp8_matmul_equals_the_dequantized_product(a_column_major):
 def test_scaled_fp8_matmul_explains_the_multiple_of_16():
     with pytest.raises(ValueError, match="multiple of 16"):
         scaled_fp8_matmul(torch.ones(16, 24), torch.ones(24, 16))
+
+
+def test_h100_datasheet_gives_fp8_twice_the_bf16_peak():
+    # NVIDIA H100 SXM datasheet, dense (no 2:4 sparsity): FP8 1,979 TFLOP/s, BF16 989.5 TFLOP/s.
+    h100 = ACCELERATORS["h100-sxm"]
+    assert h100.peak("fp8") == pytest.approx(1979e12)
+    assert h100.peak("fp8") == pytest.approx(2 * h100.peak("bf16"))

@@ -19,6 +19,7 @@ from lecture_utils.figures.sharding import plot_bytes_per_gpu
 from lecture_utils.figures.style import MAX_WIDTH_IN, too_small_texts, use_style
 from lecture_utils.sharding import (
     fsdp2_local_numel,
+    gpt2_small,
     largest_params,
     make_model,
     per_gpu_bytes,
@@ -30,7 +31,7 @@ from lecture_utils.sharding import (
     zero1_partition,
 )
 from lecture_utils.sharding_launch import RankError, main, parse_args, run_ranks
-from lecture_utils.sharding_measure import check_reports, train_rank
+from lecture_utils.sharding_measure import check_reports, ddp_gradient_buckets, format_reports, train_rank
 
 PSI = sum(p.numel() for p in make_model().parameters())  # 7,312 parameters, counted by torch
 MIXED = RECIPES["bf16 + fp32 master"]
@@ -47,6 +48,23 @@ def test_recipes_are_the_lecture_and_the_paper_ones():
 def test_zero_paper_figure_1_example(stage, gb):
     # Rajbhandari et al. 2019, Fig. 1: 7.5B parameters, 64 GPUs, K = 12.
     assert round(per_gpu_bytes(7.5e9, 64, stage, MIXED) / 1e9, 1) == gb
+
+
+def test_mixed_recipe_bytes_per_gpu_by_hand():
+    # (2, 2, 12) on 8 GPUs: each stage shards one more term.
+    assert [per_gpu_bytes(1, 8, s, MIXED) for s in range(4)] == [16, 2 + 2 + 12 / 8, 2 + 14 / 8, 16 / 8]
+
+
+def test_gpt2_small_has_its_124m_parameters_and_an_embedding_that_unbalances_zero1():
+    model = gpt2_small()
+    assert all(p.is_meta for p in model.parameters())  # shapes only, no memory
+    d, vocab, context, layers = 768, 50257, 1024, 12
+    # per block: qkv 3d^2 + 3d, output d^2 + d, MLP 4d^2 + 4d and 4d^2 + d, two norms 4d
+    by_hand = vocab * d + context * d + layers * (12 * d**2 + 13 * d) + 2 * d
+    assert sum(p.numel() for p in model.parameters()) == by_hand == 124_439_808
+    shares = zero1_partition(model, 8)
+    assert shares[0] == vocab * d  # the embedding alone
+    assert sum(shares) == by_hand and shares[0] / (by_hand / 8) == pytest.approx(2.48, abs=0.01)
 
 
 @pytest.mark.parametrize(("stage", "billions"), [(0, 80 / 16), (1, 80 / 9), (2, 80 / 5.5), (3, 40.0)])
@@ -151,6 +169,21 @@ def test_measured_bytes_equal_predicted(approach, world_size):
     else:
         assert optim == [8 * PSI // world_size] * world_size
         assert reports[0].held["parameters"] == 4 * PSI // world_size
+    # A ring sends 2 (N - 1)/N of an all-reduced tensor and (N - 1)/N of the others, by hand:
+    share = {"ddp": 2, "zero1": 3, "fsdp2": 3}[approach] * (world_size - 1) / world_size
+    assert all(r.ring_sent == pytest.approx(share * 4 * PSI) for r in reports)
+    # Still held after the step: DDP's buckets (the gradients), ZeRO-1's also the parameters it
+    # broadcast into; FSDP2 frees every buffer it gathered or scattered.
+    kept = {"ddp": 4 * PSI, "zero1": 8 * PSI, "fsdp2": 0}[approach]
+    assert all(r.kept_bytes == kept for r in reports)
+    header = format_reports(reports).splitlines()[0]
+    assert "passed B" in header and "sent B" in header
+
+
+def test_ddp_buckets_are_a_second_copy_unless_the_grads_are_views_into_them():
+    copied, viewed = (run_ranks(functools.partial(ddp_gradient_buckets, as_view=v), 2) for v in (False, True))
+    assert copied == [(4 * PSI, 4 * PSI, 0)] * 2  # buckets and .grad: two copies
+    assert viewed == [(4 * PSI, 4 * PSI, 4 * PSI)] * 2  # every .grad inside a bucket: one copy
 
 
 def _fail_on_rank_one(rank: int, world_size: int) -> None:

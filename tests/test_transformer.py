@@ -1,5 +1,7 @@
 """transformer and two_layer against autograd, PyTorch's SDPA, FlopCounterMode and hand-computed values."""
 
+import math
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -138,30 +140,52 @@ def test_causal_attention_matches_sdpa():
     torch.testing.assert_close(causal_attention(q, k, v)[..., 0, :], v[..., 0, :])
 
 
-def test_causal_attention_takes_its_softmax_in_fp32_for_bf16_inputs():
-    from torch.overrides import TorchFunctionMode
+def _relative_error(out: torch.Tensor, exact: torch.Tensor) -> float:
+    return ((out.double() - exact).norm() / exact.norm()).item()
 
-    class SoftmaxDtypes(TorchFunctionMode):
-        def __init__(self):
-            super().__init__()
-            self.seen = []
 
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            if func in (torch.softmax, torch.Tensor.softmax, F.softmax):
-                self.seen.append(args[0].dtype)
-            return func(*args, **(kwargs or {}))
+def _attention_with_bf16_scores(q, k, v):
+    """The route the package avoids: q k^T as a plain matmul (bf16 out), then an fp32 softmax."""
+    seq = q.shape[-2]
+    scores = (q @ k.mT).float() / math.sqrt(q.shape[-1])
+    future = torch.ones(seq, seq, dtype=torch.bool).triu(1)
+    return scores.masked_fill(future, float("-inf")).softmax(dim=-1).to(q.dtype) @ v
 
-    gen = torch.Generator().manual_seed(1)
-    q, k, v = (torch.randn(1, 2, 64, 8, generator=gen).bfloat16() for _ in range(3))
-    with SoftmaxDtypes() as mode:
-        out = causal_attention(q, k, v)
-    assert mode.seen == [torch.float32]
-    assert out.dtype == torch.bfloat16
+
+def _large_logit_qkv(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(1, 2, 128, 16, generator=gen) for _ in range(3))
+    return 4 * q, 4 * k, v  # logits of std 16: bf16 scores are off by up to |z| 2^-9, about 0.03 here
+
+
+def test_causal_attention_forms_its_scores_in_fp32_for_bf16_inputs():
+    q, k, v = (t.bfloat16() for t in _large_logit_qkv(1))
     exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
-    torch.testing.assert_close(out.double(), exact, rtol=2**-6, atol=2**-6)
-    with SoftmaxDtypes() as mode:
-        causal_attention(q.double(), k.double(), v.double())
-    assert mode.seen == [torch.float64]  # never narrowed
+    out = causal_attention(q, k, v)
+    assert out.dtype == torch.bfloat16
+    # Only the weights' and the output's bf16 roundings remain: a few 2^-9.
+    assert _relative_error(out, exact) < 2**-7
+    assert _relative_error(out, exact) < _relative_error(_attention_with_bf16_scores(q, k, v), exact) / 4
+
+
+def test_causal_attention_forms_its_scores_in_fp32_under_autocast():
+    q, k, v = _large_logit_qkv(2)
+    exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert (q @ k.mT).dtype == torch.bfloat16  # what autocast does to the score matmul unless told not to
+        out = causal_attention(q, k, v)
+        plain = _attention_with_bf16_scores(q, k, v)
+        assert torch.is_autocast_enabled("cpu")  # switched off only inside, for the scores
+    assert out.dtype == torch.bfloat16  # the second matmul still runs in bf16
+    assert _relative_error(out, exact) < _relative_error(plain, exact) / 4
+
+
+def test_causal_attention_never_narrows_float64():
+    q, k, v = (t.double() for t in _large_logit_qkv(3))
+    out = causal_attention(q, k, v)
+    assert out.dtype == torch.float64
+    exact = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(out, exact, rtol=1e-12, atol=1e-12)
 
 
 def test_attention_forward_flops_matches_counter_and_hand_value():
