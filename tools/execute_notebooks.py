@@ -64,6 +64,9 @@ def execute(path: Path, write: bool, slow: float, timeout: int) -> tuple[float, 
         timeout=timeout,
         kernel_name="python3",
         record_timing=True,
+        # The calculators' widget state is megabytes of model ids that change every run; JupyterLab
+        # shows each calculator's printed fallback until its cell is run, with or without it.
+        store_widget_state=False,
         resources={"metadata": {"path": str(path.parent)}},
     )
     start = time.perf_counter()
