@@ -4,14 +4,13 @@ lecture_utils.hardware holds the datasheet table; this module picks the row a dt
 compares rows, and estimates a CPU, whose maker prints no such figure.
 """
 
-import platform
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import torch
 
 from lecture_utils.checks import PositiveInt
+from lecture_utils.cpu import clock_hz, flops_per_cycle, read_cpuinfo, read_max_khz
 from lecture_utils.device import device_type
 from lecture_utils.hardware import Accelerator, Precision, lookup_accelerator
 
@@ -70,57 +69,24 @@ class Peak:
 
 
 def cpu_peak_estimate(dtype: torch.dtype = torch.float32, *, threads: PositiveInt | None = None) -> Peak:
-    """Estimated CPU peak = cores x clock x FLOPs/cycle, from the vector width and 2 FMA units (notebook 04).
+    """Estimated CPU peak = cores x clock x FLOP/cycle, from /proc/cpuinfo (notebook 04).
 
-    There is no datasheet for "this laptop", so the result is labelled an estimate. Only fp32 and
-    fp64 are estimated: bf16/fp16 throughput on CPUs depends on extensions (AMX, AVX512-BF16) that
-    this simple model does not cover. Each assumption moves it one way. Counting torch's threads as
-    cores errs high where they are hyperthreads (two share one core's FMA units). Assuming two
-    full-width FMA units errs high on cores with one, or that split 512-bit work into two halves.
-    The clock read from /proc/cpuinfo is usually near the base clock, and cores turbo above it, so
-    that errs low (though heavy AVX-512 work can pull all-core clocks below base).
+    There is no datasheet for "this laptop", so the result is labelled an estimate, and its source
+    names every assumption. FLOP/cycle comes from the vector pipes the CPU family really executes
+    (lecture_utils.cpu: AMD Zen 4 runs AVX-512 on 256-bit pipes, 32 fp32 FLOP/cycle); the clock is
+    cpufreq's max clock, or the reported clock times an assumed boost; `threads` (default: torch's)
+    count as cores up to the physical cores, since hyperthreads share one core's FMA pipes. Float32,
+    float64, and bfloat16 on CPUs with AVX512_BF16 are estimated; anything else raises ValueError.
     """
-    lanes_per_512_bits = {torch.float32: 16, torch.float64: 8}
-    if dtype not in lanes_per_512_bits:
-        raise ValueError(f"no CPU peak estimate for {dtype}; only float32 and float64 are estimated")
-    threads = threads if threads is not None else torch.get_num_threads()
-    flags, mhz = _read_cpuinfo()
-    if "avx512f" in flags:
-        bits, isa = 512, "AVX-512"
-    elif "avx2" in flags and "fma" in flags:
-        bits, isa = 256, "AVX2+FMA"
-    elif "asimd" in flags or platform.machine().lower() in ("arm64", "aarch64"):
-        bits, isa = 128, "NEON"
-    else:
-        raise ValueError("cannot tell this CPU's vector width; report achieved FLOP/s only")
-    if mhz is None:
-        raise ValueError("cannot read this CPU's clock; report achieved FLOP/s only")
-    lanes = lanes_per_512_bits[dtype] * bits // 512
-    flops_per_cycle = lanes * 2 * 2  # an FMA is 2 FLOPs; assume 2 FMA units per core
-    value = threads * mhz * 1e6 * flops_per_cycle
-    thread_word = "thread" if threads == 1 else "threads"
-    formula = (
-        f"estimate: {threads} {thread_word} x {mhz / 1000:.2f} GHz x {flops_per_cycle} FLOP/cycle "
-        f"({isa}, {lanes} {str(dtype).removeprefix('torch.')} lanes x 2 FMA units x 2)"
+    info = read_cpuinfo()
+    per_cycle, pipes = flops_per_cycle(dtype, info)
+    clock, clock_note = clock_hz(info, read_max_khz())
+    cores = min(threads if threads is not None else torch.get_num_threads(), info.cores)
+    core_word = "core" if cores == 1 else "cores"
+    source = (
+        f"estimate: {cores} {core_word} x {clock / 1e9:.2f} GHz x {per_cycle} FLOP/cycle ({pipes}; clock {clock_note})"
     )
-    return Peak(value, formula, estimate=True)
-
-
-def _read_cpuinfo() -> tuple[set[str], float | None]:
-    """The CPU's feature flags and clock in MHz from /proc/cpuinfo (empty and None where there is none)."""
-    path = Path("/proc/cpuinfo")
-    if not path.exists():
-        return set(), None
-    flags: set[str] = set()
-    mhz = None
-    for line in path.read_text().splitlines():
-        key, _, value = line.partition(":")
-        key = key.strip()
-        if key in ("flags", "Features") and not flags:
-            flags = set(value.split())
-        elif key == "cpu MHz" and mhz is None:
-            mhz = float(value)
-    return flags, mhz
+    return Peak(cores * clock * per_cycle, source, estimate=True)
 
 
 def peak_flops(device: torch.device | str, dtype: torch.dtype = torch.float32) -> Peak:

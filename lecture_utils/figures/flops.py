@@ -1,16 +1,16 @@
 """Figures of FLOPs: the three matmuls of a linear layer (notebook 05), matmul throughput and roofline (notebook 04)."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
-import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from lecture_utils.checks import PositiveFloat
 from lecture_utils.figures.style import COLORS
-from lecture_utils.flops import arithmetic_intensity, matmul_bytes
 from lecture_utils.matmul_benchmark import MatmulResult
+from lecture_utils.peaks import Peak
+from lecture_utils.roofline import MeasuredKernel
 
 
 def draw_linear_layer_matmuls(
@@ -76,6 +76,9 @@ def draw_linear_layer_matmuls(
     return fig
 
 
+_MARKERS = {"matmul": "o", "add": "s", "matvec": "^"}
+
+
 def _precision_color(precision: str) -> str:
     """The plot colour of a datasheet row; TF32 has none in COLORS, so it gets its own."""
     return COLORS.get(precision, "#9467bd")
@@ -99,28 +102,36 @@ def plot_throughput(results: Sequence[MatmulResult], title: str) -> Figure:
 
 
 def plot_roofline(
-    results: Sequence[MatmulResult], bandwidth_bytes_per_s: float, bandwidth_label: str, title: str
+    points: Sequence[MeasuredKernel],
+    roofs: Mapping[str, Peak],
+    bandwidth_bytes_per_s: PositiveFloat,
+    bandwidth_label: str,
+    title: str,
 ) -> Figure:
-    """Roofline: attainable FLOP/s = min(peak, intensity x bandwidth) per datasheet row, with points (notebook 04)."""
-    fig, ax = plt.subplots()
-    intensities = {
-        r: arithmetic_intensity(r.flops, matmul_bytes((r.n, r.n), (r.n, r.n), getattr(torch, r.dtype))) for r in results
-    }
-    low, high = min(intensities.values()) / 4, max(intensities.values()) * 4
-    peaks = {r.precision: (r.peak_flops_per_s, r.peak_estimate) for r in results if r.peak_flops_per_s}
-    for precision, (peak, estimate) in peaks.items():
-        ridge = peak / bandwidth_bytes_per_s
-        xs = [low, min(max(ridge, low), high), high]
-        kind = "estimated" if estimate else "datasheet"
-        roof = [min(peak, x * bandwidth_bytes_per_s) for x in xs]
-        label = f"{precision} roof ({kind} peak, ridge {ridge:.0f} FLOP/B)"
-        ax.plot(xs, roof, color=_precision_color(precision), linewidth=1.5, label=label)
-    for precision in dict.fromkeys(r.precision for r in results):
-        rows = [r for r in results if r.precision == precision]
-        points = [intensities[r] for r in rows], [r.flops_per_s for r in rows]
-        ax.scatter(*points, color=_precision_color(precision), zorder=3, label=f"{precision} measured")
+    """Roofline min(peak, intensity x bandwidth): a memory slope, a flat roof per peak, kernels (notebook 04).
+
+    Colour says the precision, the marker the kernel. Each flat roof starts at its ridge (peak /
+    bandwidth), where a kernel stops being memory-bound.
+    """
+    fig, ax = plt.subplots(figsize=(7.0, 5.0))  # taller than the default: room for the legend
+    intensities = [p.intensity for p in points]
+    low, high = min(intensities) / 4, max(intensities) * 4
+    ridges = {precision: peak.flops_per_s / bandwidth_bytes_per_s for precision, peak in roofs.items()}
+    top_ridge = min(max(ridges.values(), default=high), high)
+    slope = [low * bandwidth_bytes_per_s, top_ridge * bandwidth_bytes_per_s]
+    ax.plot([low, top_ridge], slope, color="0.45", linewidth=1.5, label=f"memory: {bandwidth_label}")
+    for precision, peak in roofs.items():
+        kind = "estimate" if peak.estimate else "datasheet"
+        label = f"{precision} peak ({kind}), ridge {ridges[precision]:.0f} FLOP/B"
+        color = _precision_color(precision)
+        ax.plot([max(ridges[precision], low), high], [peak.flops_per_s] * 2, color=color, linewidth=1.5, label=label)
+    for kernel, precision in dict.fromkeys((p.kernel, p.precision) for p in points):
+        group = [p for p in points if (p.kernel, p.precision) == (kernel, precision)]
+        xy = [p.intensity for p in group], [p.flops_per_s for p in group]
+        marker = _MARKERS.get(kernel, "D")
+        ax.scatter(*xy, color=_precision_color(precision), marker=marker, zorder=3, label=f"{precision} {kernel}")
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte moved)", ylabel="FLOP/s")
-    ax.set_title(f"{title}\nbandwidth: {bandwidth_label}")
-    ax.set_ylim(top=20 * max(r.flops_per_s for r in results))  # headroom, so the legend covers no point
-    ax.legend(fontsize=11, loc="upper left")
+    ax.set_title(title)
+    ax.set_ylim(top=100 * max(p.flops_per_s for p in points))  # headroom, so the legend covers no point
+    ax.legend(loc="upper left", ncols=2)
     return fig

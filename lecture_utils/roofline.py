@@ -1,0 +1,104 @@
+"""Measured kernels placed on a roofline: FLOP/s against FLOPs per byte moved (notebook 04).
+
+A point is one kernel at one size: its FLOPs, the fewest bytes it must move to or from memory, and
+its best measured time. Element-wise adds and matrix-vector products do a FLOP or two per value
+they read: memory-bound. Square matmuls reuse each value n times: compute-bound once n is large.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from lecture_utils.checks import NonNegativeFloat, PositiveFloat, PositiveInt, PositiveInts
+from lecture_utils.flops import arithmetic_intensity, matmul_bytes
+from lecture_utils.matmul_benchmark import MatmulResult
+from lecture_utils.timing import time_fn
+
+
+@dataclass(frozen=True)
+class MeasuredKernel:
+    """One measured kernel: what it is, its size, FLOPs, bytes moved and best seconds per call (notebook 04)."""
+
+    kernel: str  # "add", "matvec", "matmul"
+    precision: str  # the datasheet row it runs in: "fp32", "bf16"
+    size: PositiveInt  # elements of an add, n of an n x n matrix
+    flops: PositiveInt
+    bytes_moved: PositiveInt
+    seconds: PositiveFloat
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte moved."""
+        return arithmetic_intensity(self.flops, self.bytes_moved)
+
+    @property
+    def flops_per_s(self) -> float:
+        """Achieved FLOP/s."""
+        return self.flops / self.seconds
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Achieved bytes/s: the bandwidth the kernel got."""
+        return self.bytes_moved / self.seconds
+
+
+def matmul_kernel(result: MatmulResult) -> MeasuredKernel:
+    """A benchmarked n x n matmul as a roofline point: 2n^3 FLOPs over 3 n^2 elements moved (notebook 04)."""
+    n, dtype = result.n, getattr(torch, result.dtype)
+    bytes_moved = matmul_bytes((n, n), (n, n), dtype)
+    return MeasuredKernel("matmul", result.precision, n, result.flops, bytes_moved, result.seconds)
+
+
+def _best_of_rounds(
+    calls: Sequence[Callable[[], object]], device: torch.device, rounds: int, min_trial_s: float
+) -> list[float]:
+    """Best seconds per call of each fn; the fns take turns, round by round, so load hits all alike."""
+    best = [float("inf")] * len(calls)
+    for _ in range(rounds):
+        for i, fn in enumerate(calls):
+            timing = time_fn(fn, device, warmup=1, trials=3, min_trial_s=min_trial_s)
+            best[i] = min(best[i], timing.min_s)
+    return best
+
+
+def time_adds(
+    device: torch.device | str,
+    numels: PositiveInts,
+    *,
+    rounds: PositiveInt = 3,
+    min_trial_s: NonNegativeFloat = 0.002,
+) -> list[MeasuredKernel]:
+    """Time fp32 `x + y` into a preallocated output at each size: 1 FLOP per 12 bytes moved (notebook 04).
+
+    Tiny adds cost the fixed per-call overhead (time flat in size); large ones stream x and y in and
+    the sum out, so their time grows with the bytes: bandwidth-bound.
+    """
+    device = torch.device(device)
+    if not numels:
+        raise ValueError("time_adds needs at least one size")
+    generator = torch.Generator(device=device).manual_seed(0)
+    tensors = [
+        [torch.rand(n, generator=generator, device=device) for _ in range(3)]  # x, y, out
+        for n in numels
+    ]
+    calls = [lambda x=x, y=y, out=out: torch.add(x, y, out=out) for x, y, out in tensors]
+    seconds = _best_of_rounds(calls, device, rounds, min_trial_s)
+    return [MeasuredKernel("add", "fp32", n, n, 3 * 4 * n, s) for n, s in zip(numels, seconds, strict=True)]
+
+
+def time_matvec(
+    device: torch.device | str, n: PositiveInt, *, rounds: PositiveInt = 3, min_trial_s: NonNegativeFloat = 0.002
+) -> MeasuredKernel:
+    """Time an fp32 (n x n) @ (n,) product: 2n^2 FLOPs, each matrix value read once and used once (notebook 04).
+
+    Its intensity is about 0.5 FLOP/byte whatever n is: batch-1 decoding of a language model
+    multiplies every weight matrix by one vector like this.
+    """
+    device = torch.device(device)
+    generator = torch.Generator(device=device).manual_seed(0)
+    matrix = torch.rand(n, n, generator=generator, device=device)
+    vector = torch.rand(n, generator=generator, device=device)
+    out = torch.empty(n, device=device)
+    (seconds,) = _best_of_rounds([lambda: torch.mv(matrix, vector, out=out)], device, rounds, min_trial_s)
+    return MeasuredKernel("matvec", "fp32", n, 2 * n * n, 4 * (n * n + 2 * n), seconds)
