@@ -1,0 +1,172 @@
+"""Practice for notebook 01: bytes of a tensor, bf16 rounding, fp16 underflow, fp8's values, the copy to a GPU.
+
+Each problem's numbers are set once, below, and both its question and its worked answer are built
+from them, so the two cannot disagree. The worked answers compute with torch itself (casts, bit
+patterns, meta tensors), not with formulas typed beside them.
+"""
+
+import math
+
+import torch
+
+from lecture_utils.dtypes import float_range, ulp
+from lecture_utils.hardware import PCIE_GEN5_X16_BYTES_PER_S
+from lecture_utils.memory import dtype_bytes, tensor_bytes
+from lecture_utils.practice import Mistake, Problem, Worked
+
+MIB = 2**20
+# 1: an embedding table of a large vocabulary
+VOCAB, D_MODEL = 128_256, 8_192
+# 2: small updates added to a bf16 weight
+START, UPDATE, UPDATES = 1.0, 0.005, 1_000
+# 3: a tiny gradient in fp16
+GRADIENT = 1e-9
+# 5: a model's bf16 weights copied from host memory to the GPU
+COPY_PARAMS = 70e9
+
+
+def _embedding_mib() -> Worked:
+    table = torch.empty(VOCAB, D_MODEL, dtype=torch.bfloat16, device="meta")  # a shape, no memory
+    size = tensor_bytes(table)
+    steps = (
+        f"{VOCAB:,} x {D_MODEL:,} = {table.numel():,} elements x {dtype_bytes(table.dtype)} B = {size:,} B",
+        f"{size:,} B / {MIB:,} B per MiB = {size / MIB:,.1f} MiB",
+    )
+    return Worked(steps, size / MIB, f"{size / MIB:,.1f} MiB")
+
+
+def _bf16_updates() -> Worked:
+    weight, moves = torch.tensor(START, dtype=torch.bfloat16), 0
+    for _ in range(UPDATES):
+        before = weight.item()
+        weight += UPDATE
+        moves += weight.item() != before
+    stuck = weight.float()
+    gap, gap_at_start = ulp(stuck, torch.bfloat16).item(), ulp(torch.tensor(START), torch.bfloat16).item()
+    steps = (
+        f"near {START:g} bf16 numbers are {gap_at_start:g} apart; {UPDATE:g} is more than half of that,",
+        f"  so each sum rounds up to the next bf16 number: the weight moved on {moves} of {UPDATES:,} updates",
+        f"at {stuck.item():g} the gap is {gap:g}; {UPDATE:g} is less than half of it, so every sum rounds back",
+        f"after {UPDATES:,} updates the weight is {weight.item():g} (fp32 would hold {START + UPDATES * UPDATE:g})",
+    )
+    return Worked(steps, weight.item(), f"{weight.item():g}")
+
+
+def _loss_scale() -> Worked:
+    gradient, scale = torch.tensor([GRADIENT]), 1
+    while (gradient * scale).half().item() == 0:
+        scale *= 2
+    tiniest = float_range(torch.float16).smallest_subnormal
+    below, at = ((gradient * s).half().item() for s in (scale // 2, scale))
+    steps = (
+        f"fp16's smallest positive number (a subnormal) is {tiniest:.4g}; half of it rounds to 0",
+        f"{GRADIENT:.0e} x {scale // 2} = {GRADIENT * scale / 2:.3g} -> {below:g} in fp16",
+        f"{GRADIENT:.0e} x {scale} = {GRADIENT * scale:.3g} -> {at:.4g} in fp16",
+    )
+    return Worked(steps, scale, f"{scale}")
+
+
+def _e4m3_values() -> Worked:
+    patterns = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    values = patterns.view(torch.float8_e4m3fn).float()
+    positive = values[(values > 0) & values.isfinite()]
+    not_counted = values[(patterns < 128) & ~((values > 0) & values.isfinite())].tolist()
+    steps = (
+        "all 256 bit patterns, read as float8_e4m3fn:",
+        f"  {int((patterns < 128).sum())} have the sign bit 0; of those, {not_counted} are not finite positive",
+        f"  {positive.numel()} finite positive values, from {positive.min().item():.4g} to {positive.max().item():g}",
+    )
+    return Worked(steps, positive.numel(), f"{positive.numel()} values")
+
+
+def _copy_seconds() -> Worked:
+    weights = torch.empty(int(COPY_PARAMS), dtype=torch.bfloat16, device="meta")
+    size, rate = tensor_bytes(weights), PCIE_GEN5_X16_BYTES_PER_S
+    steps = (
+        f"{COPY_PARAMS:.3g} parameters x {dtype_bytes(weights.dtype)} B = {size:.4g} B",
+        f"{size:.4g} B / {rate:.3g} B/s (PCIe Gen5 x16, one direction) = {size / rate:.3g} s",
+    )
+    return Worked(steps, size / rate, f"{size / rate:.2f} s")
+
+
+PROBLEMS: dict[int, Problem] = {
+    1: Problem(
+        1,
+        "an embedding table",
+        f"An embedding table holds one vector of d_model = {D_MODEL:,} numbers for each of {VOCAB:,} tokens, "
+        "in bf16. How much memory does it take? Answer in MiB (1 MiB = 2^20 bytes).",
+        "MiB",
+        _embedding_mib,
+        "Elements times bytes per element, then divide by the bytes in a MiB.",
+        units={"GiB": 1024, "KiB": 1 / 1024, "MB": 1e6 / MIB, "GB": 1e9 / MIB, "B": 1 / MIB, "bytes": 1 / MIB},
+        mistakes=(
+            Mistake(lambda mib: mib * 2, "that is 4 bytes per element: bf16 takes 2."),
+            Mistake(lambda mib: mib * MIB / 1e6, "that is in MB (a million bytes): a MiB is 1,048,576 bytes."),
+        ),
+    ),
+    2: Problem(
+        2,
+        "updates that round away",
+        f"A weight stored in bf16 starts at {START:g} and receives {UPDATES:,} updates of +{UPDATE:g}, each added "
+        f"in bf16 (no fp32 copy). In fp32 it would end at {START + UPDATES * UPDATE:g}. What value does the bf16 "
+        "weight end at? Answer with the number.",
+        "",
+        _bf16_updates,
+        "Each sum rounds to the nearest bf16 number. Where does half the gap between neighbours exceed the update?",
+        rel_tol=0.001,
+        mistakes=(
+            Mistake(lambda _: START + UPDATES * UPDATE, "that is fp32's answer: in bf16 every sum is rounded."),
+            Mistake(
+                lambda _: START,
+                "near the start the update is more than half the gap between bf16 numbers: it does move the weight.",
+            ),
+        ),
+    ),
+    3: Problem(
+        3,
+        "a loss scale for fp16",
+        f"A gradient of {GRADIENT:.0e} becomes 0 when cast to fp16. Multiplying the loss by a scale multiplies "
+        "every gradient by it. What is the smallest power of two (1, 2, 4, ...) that keeps this gradient "
+        "nonzero in fp16? Answer with the scale, e.g. 1024.",
+        "",
+        _loss_scale,
+        "Find fp16's smallest positive number, and remember that casting rounds to the nearest.",
+        rel_tol=0.0,
+        close_tol=0.0,
+        mistakes=(
+            Mistake(lambda s: s * 2, "a value above half the smallest subnormal already rounds up to it."),
+            Mistake(
+                lambda _: 2.0 ** math.ceil(math.log2(torch.finfo(torch.float16).tiny / GRADIENT)),
+                "fp16 also stores numbers below its smallest normal one, as subnormals.",
+            ),
+        ),
+    ),
+    4: Problem(
+        4,
+        "fp8's positive numbers",
+        "How many distinct finite positive numbers can fp8 e4m3fn (`torch.float8_e4m3fn`) represent, "
+        "subnormals included? Answer with the count.",
+        "",
+        _e4m3_values,
+        "Count the bit patterns with the sign bit 0, then take out those that are not finite positive numbers.",
+        rel_tol=0.0,
+        close_tol=0.02,
+        units={"values": 1.0},
+        mistakes=(Mistake(lambda n: n + 2, "two of the patterns with sign 0 are not finite positive numbers."),),
+    ),
+    5: Problem(
+        5,
+        "weights over PCIe",
+        f"The bf16 weights of a {COPY_PARAMS / 1e9:.0f}B-parameter model are copied from host memory to one GPU "
+        f"over PCIe Gen5 x16, at the spec's peak of {PCIE_GEN5_X16_BYTES_PER_S / 1e9:.0f} GB/s in each direction. "
+        "How long does the copy take at best? Answer in seconds.",
+        "seconds",
+        _copy_seconds,
+        "Bytes of the weights, divided by the link's rate in one direction.",
+        units={"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6},
+        mistakes=(
+            Mistake(lambda s: s * 2, "that is 4 bytes per parameter: bf16 takes 2."),
+            Mistake(lambda s: s / 2, "the spec's rate is already that of one direction, the one the copy uses."),
+        ),
+    ),
+}
