@@ -47,7 +47,7 @@ restore:
 gpu: setup
 	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'make gpu needs a CUDA GPU and a CUDA build of torch')"
 	$(BIN)/python tools/execute_notebooks.py --limit 30
-	LECTURE_TEST_CUDA=1 $(BIN)/python -m pytest tests --ignore=tests/test_browser.py --ignore=tests/test_lab.py
+	LECTURE_TEST_CUDA=1 $(BIN)/python -m pytest tests --ignore-glob='tests/test_browser*.py' --ignore=tests/test_lab.py
 	$(BIN)/python -m lecture_utils.matmul_reference --out $(RECORD)
 	@echo "matmul record: $(RECORD) (copy it to notebooks/data/matmul_reference_h100.json on an H100 SXM, then make outputs)"
 

@@ -7,7 +7,8 @@ of it to every GPU; stage 1 shards the optimizer's part over the N GPUs, stage 2
 stage 3 the parameters too. The exact per-rank predictions for the engines PyTorch ships
 (whole-parameter shards for ZeroRedundancyOptimizer, dim-0 chunks for FSDP2) sit beside the
 formulas, in the accounting's component names, so `sharding_measure` can be checked against them
-byte for byte.
+byte for byte. FSDP2 runs three ways here (FSDP2_SETTINGS): ZeRO-3, the default; ZeRO-2, keeping
+each layer's gathered parameters from its forward to its backward; ZeRO-3 gathering in bf16.
 """
 
 import math
@@ -21,10 +22,14 @@ from lecture_utils.accounting import RECIPES, Recipe
 from lecture_utils.checks import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, PositiveInts
 
 Stage = Literal[0, 1, 2, 3]  # 0 is plain data parallelism
-Approach = Literal["ddp", "zero1", "fsdp2"]
+Approach = Literal["ddp", "zero1", "zero2", "fsdp2", "fsdp2_bf16"]
 Collective = Literal["all_reduce", "all_gather_single", "reduce_scatter_single", "broadcast"]
 STAGES = {0: "DDP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
-APPROACHES = {"ddp": 0, "zero1": 1, "fsdp2": 3}  # PyTorch engine -> the ZeRO stage it implements
+# PyTorch engine -> the ZeRO stage it implements. zero2 is FSDP2 with reshard_after_forward=False,
+# fsdp2_bf16 FSDP2 with a MixedPrecisionPolicy: bf16 parameters for compute, fp32 gradient reduction.
+APPROACHES = {"ddp": 0, "zero1": 1, "zero2": 2, "fsdp2": 3, "fsdp2_bf16": 3}
+# The FSDP2 approaches: (reshard_after_forward, dtype the parameters are gathered and computed in).
+FSDP2_SETTINGS = {"zero2": (False, torch.float32), "fsdp2": (True, torch.float32), "fsdp2_bf16": (True, torch.bfloat16)}
 # The first stage that shards each component; everything else the optimizer keeps is sharded from stage 1.
 SHARDED_FROM = {"parameters": 3, "gradients": 2}
 
@@ -58,16 +63,37 @@ def ring_bytes_sent(collective: Collective, tensor_bytes: NonNegativeFloat, worl
 def predicted_traffic(approach: Approach, param_bytes: NonNegativeInt) -> dict[str, int]:
     """Bytes of the tensors one rank passes to each collective in one training step (notebook 09).
 
-    DDP all-reduces every gradient once. ZeroRedundancyOptimizer keeps DDP's all-reduce, then each
-    rank broadcasts the parameters it updated. FSDP2 all-gathers each layer's parameters before the
-    forward and again before the backward (they were freed after the forward), and reduce-scatters
-    the gradients.
+    `param_bytes` are the fp32 parameters' (as many as their fp32 gradients'). DDP all-reduces every
+    gradient once. ZeroRedundancyOptimizer keeps DDP's all-reduce, then each rank broadcasts the
+    parameters it updated. FSDP2 all-gathers each layer's parameters before the forward and, if it
+    freed them after the forward (ZeRO-3), again before the backward; it gathers them in its compute
+    dtype (bf16: half the bytes) and reduce-scatters the gradients in fp32.
     """
-    return {
-        "ddp": {"all_reduce": param_bytes},
-        "zero1": {"all_reduce": param_bytes, "broadcast": param_bytes},
-        "fsdp2": {"all_gather_single": 2 * param_bytes, "reduce_scatter_single": param_bytes},
-    }[approach]
+    if approach in FSDP2_SETTINGS:
+        reshard, dtype = FSDP2_SETTINGS[approach]
+        gathered = (2 if reshard else 1) * param_bytes * dtype.itemsize // torch.float32.itemsize
+        return {"all_gather_single": gathered, "reduce_scatter_single": param_bytes}
+    if approach == "zero1":
+        return {"all_reduce": param_bytes, "broadcast": param_bytes}
+    return {"all_reduce": param_bytes}
+
+
+def predicted_gathered_bytes(model: nn.Module, approach: Approach) -> list[int]:
+    """Bytes of gathered (full) parameters alive as each layer's forward starts, then as the forward ends (notebook 09).
+
+    Only FSDP2 gathers; `model` is a sequence of layers, each sharded on its own. ZeRO-3 frees each
+    layer's full parameters when its forward ends, so one layer's are alive at a time and none
+    after the forward; ZeRO-2 keeps them all until the backward.
+    """
+    if approach not in FSDP2_SETTINGS:
+        return []
+    reshard, dtype = FSDP2_SETTINGS[approach]
+    layers = [sum(p.numel() for p in layer.parameters()) * dtype.itemsize for layer in model.children()]
+    layers = [n for n in layers if n]  # layers without parameters are not sharded: nothing to gather
+    if reshard:
+        return [*layers, 0]
+    alive = [sum(layers[: i + 1]) for i in range(len(layers))]
+    return [*alive, alive[-1]]
 
 
 def make_model() -> nn.Sequential:
@@ -146,8 +172,8 @@ def predicted_step_counter_bytes(
 ) -> int:
     """Bytes of Adam's per-tensor `step` scalars on `rank`: one per tensor this rank updates (notebook 09).
 
-    DDP and FSDP2 ranks update (a shard of) every tensor; a ZeroRedundancyOptimizer rank only the
-    whole tensors it owns, so with more ranks than tensors some ranks keep no counter at all.
+    DDP and FSDP2 ranks (any setting) update (a shard of) every tensor; a ZeroRedundancyOptimizer
+    rank only the whole tensors it owns, so with more ranks than tensors some ranks keep no counter.
     """
     params = _rank_parameters(model, world_size, rank)
     if approach == "zero1":
@@ -172,6 +198,8 @@ def predicted_rank_bytes(
     """Exact bytes of each component `rank` holds under one of PyTorch's engines; empty ones left out (notebook 09).
 
     The keys are lecture_utils.accounting's COMPONENTS, as `measure_state(...).component_bytes()` gives them.
+    Read between steps, when every FSDP2 approach holds only shards (ZeRO-2's full parameters live
+    from a forward to its backward: predicted_gathered_bytes).
     """
     params = _rank_parameters(model, world_size, rank)
     total = sum(t.numel() for t in params)
@@ -179,7 +207,7 @@ def predicted_rank_bytes(
         shard = zero1_partition(model, world_size)[rank]
     else:
         shard = sum(fsdp2_local_numel(t.shape, world_size, rank) for t in params)
-    stage = APPROACHES[approach]
+    stage = 3 if approach in FSDP2_SETTINGS else APPROACHES[approach]
     held = {
         name: size * (shard if stage >= SHARDED_FROM.get(name, 1) else total)
         for name, size in recipe.bytes_per_param().items()

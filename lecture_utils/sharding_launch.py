@@ -172,9 +172,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command line: which engines to measure, how many steps, and (without torchrun) how many ranks (notebook 09)."""
     parser = argparse.ArgumentParser(
         prog="python -m lecture_utils.sharding_launch",
-        description="Train a small model under DDP, ZeRO-1 and FSDP2 and check each rank's bytes against "
-        "the ZeRO accounting. Under torchrun it uses torchrun's ranks (NCCL on CUDA); otherwise it forks "
-        "--nproc gloo ranks on this machine.",
+        description="Train a small model under DDP, ZeRO-1 and FSDP2 (as ZeRO-2, ZeRO-3, and ZeRO-3 in bf16) "
+        "and check each rank's bytes and traffic against the ZeRO accounting. Under torchrun it uses "
+        "torchrun's ranks (NCCL on CUDA); otherwise it forks --nproc gloo ranks on this machine.",
     )
     parser.add_argument("--approach", choices=(*APPROACHES, "all"), default="all")
     parser.add_argument("--nproc", type=int, default=2, help="ranks to fork when not under torchrun")

@@ -18,11 +18,13 @@ from lecture_utils.accounting import RECIPES
 from lecture_utils.figures.sharding import plot_bytes_per_gpu
 from lecture_utils.figures.style import MAX_WIDTH_IN, too_small_texts, use_style
 from lecture_utils.sharding import (
+    APPROACHES,
     fsdp2_local_numel,
     gpt2_small,
     largest_params,
     make_model,
     per_gpu_bytes,
+    predicted_gathered_bytes,
     predicted_rank_bytes,
     predicted_step_counter_bytes,
     predicted_traffic,
@@ -30,8 +32,9 @@ from lecture_utils.sharding import (
     zero1_owned_tensors,
     zero1_partition,
 )
+from lecture_utils.sharding_engines import ddp_gradient_buckets, gathered_bytes
 from lecture_utils.sharding_launch import RankError, main, parse_args, run_ranks
-from lecture_utils.sharding_measure import check_reports, ddp_gradient_buckets, format_reports, train_rank
+from lecture_utils.sharding_measure import RankReport, check_reports, format_reports, train_rank
 
 PSI = sum(p.numel() for p in make_model().parameters())  # 7,312 parameters, counted by torch
 MIXED = RECIPES["bf16 + fp32 master"]
@@ -85,6 +88,47 @@ def test_ring_volumes():
     assert fsdp == pytest.approx(1.5 * ring_bytes_sent("all_reduce", 4 * PSI, 8))
 
 
+def test_zero2_and_bf16_gathers_send_what_ddp_sends():
+    # ZeRO-2 gathers the fp32 weights once; ZeRO-3 in bf16 gathers twice at 2 bytes each. Both then
+    # reduce-scatter 4-byte gradients: (N - 1)/N of 8 Psi bytes, DDP's 2 (N - 1)/N of 4 Psi.
+    fp32, bf16 = 4 * PSI, 2 * PSI
+    assert predicted_traffic("zero2", fp32) == {"all_gather_single": fp32, "reduce_scatter_single": fp32}
+    assert predicted_traffic("fsdp2_bf16", fp32) == {"all_gather_single": 2 * bf16, "reduce_scatter_single": fp32}
+    for approach in ("zero2", "fsdp2_bf16"):
+        sent = sum(ring_bytes_sent(op, b, 8) for op, b in predicted_traffic(approach, fp32).items())
+        assert sent == pytest.approx(ring_bytes_sent("all_reduce", fp32, 8))
+
+
+def test_gathered_bytes_by_hand():
+    # The three linear layers: 32 x 64 + 64, 64 x 64 + 64 and 64 x 16 + 16 parameters.
+    layers = [32 * 64 + 64, 64 * 64 + 64, 64 * 16 + 16]
+    model = make_model()
+    assert predicted_gathered_bytes(model, "fsdp2") == [4 * n for n in layers] + [0]  # one layer at a time
+    assert predicted_gathered_bytes(model, "fsdp2_bf16") == [2 * n for n in layers] + [0]
+    running = [4 * layers[0], 4 * (layers[0] + layers[1]), 4 * PSI]
+    assert predicted_gathered_bytes(model, "zero2") == [*running, 4 * PSI]  # all kept until the backward
+    assert predicted_gathered_bytes(model, "ddp") == predicted_gathered_bytes(model, "zero1") == []
+
+
+def test_gathered_bytes_counts_live_full_parameters_once():
+    model = nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 2))
+    model[1].weight = model[0].weight  # nothing FSDP2 does, but a shared storage must count once
+    assert gathered_bytes(model) == 4 * (3 * 4 + 3 + 2)
+    model[0].bias.untyped_storage().resize_(0)  # how FSDP2 frees a full parameter
+    assert gathered_bytes(model) == 4 * (3 * 4 + 2)
+
+
+@pytest.mark.parametrize("world_size", [2, 8])
+def test_zero_bytes_count_zero2s_full_parameters(world_size):
+    model = make_model()
+    held = predicted_rank_bytes(model, "zero2", world_size, 0)
+    assert held == predicted_rank_bytes(model, "fsdp2", world_size, 0)  # between steps: shards only
+    report = RankReport(0, world_size, "zero2", held, gathered=predicted_gathered_bytes(model, "zero2"))
+    assert report.zero_bytes == per_gpu_bytes(PSI, world_size, 2)  # the paper's ZeRO-2: 4 Psi + 12 Psi / N
+    zero3 = RankReport(0, world_size, "fsdp2", held, gathered=predicted_gathered_bytes(model, "fsdp2"))
+    assert zero3.zero_bytes == per_gpu_bytes(PSI, world_size, 3)
+
+
 def test_zero1_partition_is_greedy_on_whole_tensors():
     # Sizes 4096, 2048, 1024, 64, 64, 16: the largest alone on rank 0, all the rest on rank 1.
     assert zero1_partition(make_model(), 2) == [4096, 2048 + 1024 + 64 + 64 + 16]
@@ -98,7 +142,7 @@ def test_step_counters_follow_the_tensors_each_rank_updates(world_size):
     zero1 = [predicted_step_counter_bytes(model, "zero1", world_size, r) for r in range(world_size)]
     assert sum(zero1) == 4 * 6  # each tensor has exactly one owner
     assert zero1 == {1: [24], 2: [4, 20], 8: [4] * 6 + [0, 0]}[world_size]
-    for approach in ("ddp", "fsdp2"):
+    for approach in ("ddp", "zero2", "fsdp2", "fsdp2_bf16"):
         counters = [predicted_step_counter_bytes(model, approach, world_size, r) for r in range(world_size)]
         assert counters == [24] * world_size
     with pytest.raises(ValueError, match="rank must be below"):
@@ -114,15 +158,18 @@ def test_fsdp2_shares_follow_torch_chunk(world_size):
         assert fsdp2_local_numel(torch.Size(shape), world_size, 0) == numels[0]  # or a parameter's torch.Size
 
 
-@pytest.mark.parametrize(("approach", "world_size"), [("ddp", 1), ("zero1", 2), ("zero1", 8), ("fsdp2", 3)])
+@pytest.mark.parametrize(
+    ("approach", "world_size"), [("ddp", 1), ("zero1", 2), ("zero1", 8), ("fsdp2", 3), ("zero2", 3)]
+)
 def test_rank_predictions_speak_the_recipes_components(approach, world_size):
-    # Every rank together holds what one copy per stage says: shards sum to the whole.
+    # Every rank together holds what one copy per stage says: shards sum to the whole. Between steps
+    # FSDP2's ZeRO-2 holds what ZeRO-3 does; its full parameters live only inside a step.
     for recipe in (RECIPES["fp32"], MIXED):
         ranks = [predicted_rank_bytes(make_model(), approach, world_size, r, recipe) for r in range(world_size)]
         assert {name for held in ranks for name in held} <= set(recipe.bytes_per_param())
         total = sum(sum(held.values()) for held in ranks) / world_size
         assert total == pytest.approx(
-            per_gpu_bytes(PSI, world_size, {"ddp": 0, "zero1": 1, "fsdp2": 3}[approach], recipe)
+            per_gpu_bytes(PSI, world_size, {"ddp": 0, "zero1": 1, "fsdp2": 3, "zero2": 3}[approach], recipe)
         )
     mixed_rank0 = predicted_rank_bytes(make_model(), "zero1", 2, 0, MIXED)
     assert mixed_rank0 == {
@@ -157,7 +204,7 @@ def test_plot_has_a_line_per_stage_and_labelled_axes():
 
 
 @pytest.mark.parametrize("world_size", [2, 4])
-@pytest.mark.parametrize("approach", ["ddp", "zero1", "fsdp2"])
+@pytest.mark.parametrize("approach", list(APPROACHES))
 def test_measured_bytes_equal_predicted(approach, world_size):
     reports = run_ranks(functools.partial(train_rank, approach=approach), world_size)
     check_reports(reports)  # bytes, traffic, weights equal across ranks and to one process
@@ -166,16 +213,20 @@ def test_measured_bytes_equal_predicted(approach, world_size):
         assert optim == [8 * PSI] * world_size
     elif approach == "zero1":
         assert sum(optim) == 8 * PSI and len(set(optim)) > 1  # all of it, split unevenly
-    else:
+    else:  # every FSDP2 setting keeps fp32 shards of everything between steps
         assert optim == [8 * PSI // world_size] * world_size
         assert reports[0].held["parameters"] == 4 * PSI // world_size
-    # A ring sends 2 (N - 1)/N of an all-reduced tensor and (N - 1)/N of the others, by hand:
-    share = {"ddp": 2, "zero1": 3, "fsdp2": 3}[approach] * (world_size - 1) / world_size
-    assert all(r.ring_sent == pytest.approx(share * 4 * PSI) for r in reports)
+    # A ring sends 2 (N - 1)/N of an all-reduced tensor and (N - 1)/N of the others, by hand: in
+    # units of the fp32 weights' 4 Psi bytes, ZeRO-3 gathers twice and ZeRO-2 once, bf16 gathers half.
+    units = {"ddp": 2, "zero1": 2 + 1, "zero2": 1 + 1, "fsdp2": 2 + 1, "fsdp2_bf16": 2 / 2 + 1}[approach]
+    assert all(r.ring_sent == pytest.approx(units * (world_size - 1) / world_size * 4 * PSI) for r in reports)
     # Still held after the step: DDP's buckets (the gradients), ZeRO-1's also the parameters it
     # broadcast into; FSDP2 frees every buffer it gathered or scattered.
-    kept = {"ddp": 4 * PSI, "zero1": 8 * PSI, "fsdp2": 0}[approach]
+    kept = {"ddp": 4 * PSI, "zero1": 8 * PSI}.get(approach, 0)
     assert all(r.kept_bytes == kept for r in reports)
+    # Full parameters at the forward's end: all of them under ZeRO-2 (fp32), none under ZeRO-3.
+    after_forward = {"zero2": [4 * PSI], "fsdp2": [0], "fsdp2_bf16": [0]}.get(approach, [])
+    assert all(r.gathered[-1:] == after_forward for r in reports)
     header = format_reports(reports).splitlines()[0]
     assert "passed B" in header and "sent B" in header
 
@@ -237,7 +288,7 @@ def test_forking_after_the_parent_used_threads_is_repeatable(two_threads):
 # --- the command line -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv", [["--nproc", "0"], ["--steps", "0"], ["--approach", "zero2"], ["--timeout", "0"]])
+@pytest.mark.parametrize("argv", [["--nproc", "0"], ["--steps", "0"], ["--approach", "zero4"], ["--timeout", "0"]])
 def test_cli_rejects_bad_arguments(argv, capsys):
     with pytest.raises(SystemExit) as info:
         parse_args(argv)

@@ -1,0 +1,182 @@
+"""What the calculators share: their controls, the result table, the layout, and display (notebooks 00, 04, 09).
+
+Sized for a projector at 150% browser zoom: widget text a little larger than the notebook's body
+text, at most 900 CSS pixels wide. Every number the widget shows also sits in a `data-value`
+attribute of an element with a stable class (`calc-<key>`), and the inputs it was computed from in
+the result's `data-inputs`, so a test in the browser can compare what it reads with the helper.
+The figures under the controls are drawn by lecture_utils.figures.calculators.
+"""
+
+import html
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import ipywidgets as widgets
+from IPython.display import display
+
+from lecture_utils.checks import NonNegativeInt, PositiveFloat
+
+MAX_WIDTH_PX = 900
+CONTROL_WIDTH_PX = 460
+FONT_PX = 16  # JupyterLab's body text is 14 px; widgets default to 13 px
+# Custom properties inherit, so setting ipywidgets' own variables on the calculator's root resizes
+# every control inside it and nothing outside.
+_CSS = f"""<style>
+.calc-root {{ --jp-widgets-font-size: {FONT_PX}px; --jp-widgets-inline-height: 34px;
+  --jp-widgets-inline-width-tiny: 100px; max-width: {MAX_WIDTH_PX}px; }}
+.calc-root .calc-out {{ font-size: {FONT_PX}px; line-height: 1.45; }}
+.calc-root .calc-out td {{ padding: 1px 10px 1px 0; }}
+.calc-root .calc-out td.calc-number {{ font-weight: bold; text-align: right; }}
+.calc-root .calc-title {{ font-weight: bold; margin: 0 0 4px 0; }}
+.calc-root .calc-message {{ color: #a33; font-weight: bold; }}
+.calc-root .calc-note {{ color: #555; margin: 4px 0 0 0; }}
+</style>"""
+# The text a reader sees in place of the controls where widgets cannot run.
+WIDGET_FALLBACK = "(the interactive controls appear when this cell runs in Jupyter)"
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One line of a calculator's result: a label, the number as shown, and the number itself (notebooks 00, 04, 09).
+
+    `key` names the element (class `calc-<key>`) that holds it, for tests in the browser.
+    """
+
+    label: str
+    key: str
+    text: str
+    value: float | str
+
+
+@dataclass(frozen=True)
+class Calculator:
+    """A calculator's widgets: the whole box, its controls by name, the result text, the figure (notebooks 00, 04, 09).
+
+    Setting a control's value (in the browser or from Python) recomputes the result and redraws the figure.
+    """
+
+    box: widgets.VBox
+    controls: dict[str, widgets.Widget]
+    result: widgets.HTML
+    plot: widgets.Output
+
+
+def result_html(
+    title: str, rows: Sequence[ResultRow], inputs: Mapping[str, object], message: str = "", note: str = ""
+) -> str:
+    """The result as a title and an HTML table, with the inputs it came from in `data-inputs` (notebooks 00, 04, 09)."""
+    lines = [
+        f'<tr><td>{html.escape(r.label)}</td><td class="calc-number calc-{r.key}" '
+        f'data-value="{html.escape(str(r.value))}">{html.escape(r.text)}</td></tr>'
+        for r in rows
+    ]
+    tail = f'<p class="calc-message">{html.escape(message)}</p>' if message else ""
+    tail += f'<p class="calc-note">{html.escape(note)}</p>' if note else ""
+    data = html.escape(json.dumps(dict(inputs)))
+    head = f'<p class="calc-title">{html.escape(title)}</p>'
+    return f'<div class="calc-out" data-inputs="{data}">{head}<table>{"".join(lines)}</table>{tail}</div>'
+
+
+def result_text(title: str, rows: Sequence[ResultRow], message: str = "", note: str = "") -> str:
+    """The same result as plain text: a title, one aligned line per row, the message and note (notebooks 00, 04, 09)."""
+    width = max((len(r.label) for r in rows), default=0)
+    lines = [title, *(f"  {r.label:<{width}}  {r.text}" for r in rows)]
+    return "\n".join(lines + [f"  {text}" for text in (message, note) if text])
+
+
+def count_label(n: PositiveFloat) -> str:
+    """A count in words a room reads aloud: 70B, 15T, 350M (notebooks 00, 09)."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= scale:
+            return f"{n / scale:.3g}{suffix}"
+    return f"{n:.3g}"
+
+
+def power_of_two_slider(description: str, low: NonNegativeInt, high: NonNegativeInt, value: int) -> widgets.Widget:
+    """A slider over 2**low ... 2**high: each arrow key doubles or halves the value (notebooks 00, 04, 09)."""
+    options = [(f"{2**k:,}", 2**k) for k in range(low, high + 1)]
+    if value not in dict(options).values():
+        raise ValueError(f"{description}: {value} is not a power of two from {2**low:,} to {2**high:,}")
+    return widgets.SelectionSlider(
+        options=options, value=value, description=description, continuous_update=False, **_wide()
+    )
+
+
+def log_slider(description: str, value: float, low_exp: float, high_exp: float) -> widgets.Widget:
+    """A base-10 log slider; its readout takes a typed value such as 13e9 (notebooks 00, 09)."""
+    return widgets.FloatLogSlider(
+        value=value,
+        base=10,
+        min=low_exp,
+        max=high_exp,
+        step=0.01,
+        readout_format=".3g",
+        description=description,
+        continuous_update=False,
+        **_wide(),
+    )
+
+
+def dropdown(description: str, options: Sequence[tuple[str, object]], value: object) -> widgets.Widget:
+    """A dropdown of (label, value) pairs (notebooks 00, 04, 09)."""
+    return widgets.Dropdown(options=list(options), value=value, description=description, **_wide())
+
+
+def fraction_slider(description: str, value: float, low: float = 0.05) -> widgets.Widget:
+    """A slider from `low` to 1 in steps of 0.01; its readout takes a typed value (notebook 00)."""
+    return widgets.FloatSlider(
+        value=value, min=low, max=1.0, step=0.01, readout_format=".2f", description=description,
+        continuous_update=False, **_wide(),
+    )  # fmt: skip
+
+
+def number_box(description: str, value: float, low: float, high: float, *, integer: bool = False) -> widgets.Widget:
+    """A box to type a number into, held between `low` and `high` (notebooks 04, 09)."""
+    box = widgets.BoundedIntText if integer else widgets.BoundedFloatText
+    return box(value=value, min=low, max=high, description=description, **_wide(300))
+
+
+def _wide(width_px: int = CONTROL_WIDTH_PX) -> dict:
+    """Layout and style shared by every control: one column, labels wide enough to read whole."""
+    return {"layout": widgets.Layout(width=f"{width_px}px"), "style": {"description_width": "150px"}}
+
+
+def build_calculator(
+    name: str,
+    controls: dict[str, widgets.Widget],
+    update: Callable[[Calculator], None],
+    helpers: Sequence[str] = (),
+) -> Calculator:
+    """Lay out controls beside the result, the figure below, and recompute on every change (notebooks 00, 04, 09).
+
+    `helpers` name controls that only set other controls (a card that fills in its memory): they are
+    shown but not observed, so one choice recomputes once.
+    """
+    result = widgets.HTML(layout=widgets.Layout(width=f"{MAX_WIDTH_PX - CONTROL_WIDTH_PX - 20}px"))
+    plot = widgets.Output(layout=widgets.Layout(max_width=f"{MAX_WIDTH_PX}px"))
+    # Side by side where the notebook is wide enough, the result under the controls where it is not.
+    top = widgets.HBox([widgets.VBox(list(controls.values())), result], layout=widgets.Layout(flex_flow="row wrap"))
+    box = widgets.VBox([widgets.HTML(_CSS), top, plot])
+    box.add_class("calc-root")
+    box.add_class(f"calc-{name}")
+    calculator = Calculator(box, controls, result, plot)
+    for key, control in controls.items():
+        if key in helpers:
+            continue
+        control.observe(lambda _change: update(calculator), names="value")
+    update(calculator)
+    return calculator
+
+
+def show_calculator(calculator: Calculator, static_text: str) -> None:
+    """Print the result for the defaults, then show the live widget (notebooks 00, 04, 09).
+
+    The printed text is what a reader sees where widgets do not run, and it is the same on every
+    run. The widget's own output carries a model id that changes every run; its plain-text
+    alternative is replaced by a fixed sentence, so the stored output stays the same too.
+    """
+    print(static_text)
+    bundle = calculator.box._repr_mimebundle_()
+    bundle["text/plain"] = WIDGET_FALLBACK
+    display(bundle, raw=True)
