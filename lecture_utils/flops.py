@@ -111,6 +111,24 @@ def attainable_flops(
     return min(peak_flops, intensity * bandwidth_bytes_per_s)
 
 
+def tokens_to_ridge(d: PositiveInt, f: PositiveInt, ridge: PositiveFloat, dtype: torch.dtype) -> int:
+    """Fewest tokens T that put a (T x d) @ (d x f) matmul at or past a ridge point, in closed form (notebook 04).
+
+    Its intensity 2Tdf / (b(Td + df + Tf)), b bytes per element, reaches `ridge` where
+    T = ridge b df / (2df - ridge b (d + f)). It grows with T towards 2df / (b(d + f)) and never
+    gets there: a ridge at or above that limit raises ValueError.
+    """
+    b = dtype.itemsize
+    room = 2 * d * f - ridge * b * (d + f)
+    if room <= 0:
+        limit = 2 * d * f / (b * (d + f))
+        raise ValueError(
+            f"a ({d} x {f}) weight in {dtype} never reaches {ridge:g} FLOP/byte: however many tokens share it, "
+            f"its intensity stays below {limit:.1f}"
+        )
+    return max(1, math.ceil(ridge * b * d * f / room))
+
+
 def mfu(flops: PositiveFloat, seconds: PositiveFloat, peak_flops: PositiveFloat) -> float:
     """Model FLOPs utilization: (useful FLOPs / seconds) / the peak FLOP/s of the dtype in effect (notebook 04).
 

@@ -3,6 +3,7 @@
 A point is one kernel at one size: its FLOPs, the fewest bytes it must move to or from memory, and
 its best measured time. Element-wise adds and matrix-vector products do a FLOP or two per value
 they read: memory-bound. Square matmuls reuse each value n times: compute-bound once n is large.
+A language model's layer, T tokens times one weight, moves from the first to the second as T grows.
 """
 
 from collections.abc import Callable, Sequence
@@ -11,8 +12,9 @@ from dataclasses import dataclass
 import torch
 
 from lecture_utils.checks import NonNegativeFloat, PositiveFloat, PositiveInt, PositiveInts
-from lecture_utils.flops import arithmetic_intensity, matmul_bytes
+from lecture_utils.flops import arithmetic_intensity, matmul_bytes, matmul_flops
 from lecture_utils.matmul_benchmark import MatmulResult
+from lecture_utils.peaks import matmul_precision
 from lecture_utils.timing import time_fn
 
 
@@ -20,9 +22,9 @@ from lecture_utils.timing import time_fn
 class MeasuredKernel:
     """One measured kernel: what it is, its size, FLOPs, bytes moved and best seconds per call (notebook 04)."""
 
-    kernel: str  # "add", "matvec", "matmul"
+    kernel: str  # "add", "matvec", "matmul", "token matmul"
     precision: str  # the datasheet row it runs in: "fp32", "bf16"
-    size: PositiveInt  # elements of an add, n of an n x n matrix
+    size: PositiveInt  # elements of an add, n of an n x n matrix, tokens T of a token matmul
     flops: PositiveInt
     bytes_moved: PositiveInt
     seconds: PositiveFloat
@@ -102,3 +104,39 @@ def time_matvec(
     out = torch.empty(n, device=device)
     (seconds,) = _best_of_rounds([lambda: torch.mv(matrix, vector, out=out)], device, rounds, min_trial_s)
     return MeasuredKernel("matvec", "fp32", n, 2 * n * n, 4 * (n * n + 2 * n), seconds)
+
+
+def time_token_matmuls(
+    device: torch.device | str,
+    tokens: PositiveInts,
+    d: PositiveInt,
+    f: PositiveInt,
+    *,
+    dtype: torch.dtype = torch.bfloat16,
+    rounds: PositiveInt = 3,
+    min_trial_s: NonNegativeFloat = 0.002,
+) -> list[MeasuredKernel]:
+    """Time (T x d) @ (d x f) for each token count T, one weight shared by all (notebook 04).
+
+    The weight is stored (f x d) and used transposed, as torch.nn.Linear keeps it. Each product
+    reads the whole weight once, whatever T is: for small T that read is nearly all the bytes, so
+    the time hardly grows with T (memory-bound); for large T the 2Tdf FLOPs dominate.
+    """
+    device = torch.device(device)
+    if not tokens:
+        raise ValueError("time_token_matmuls needs at least one token count")
+    generator = torch.Generator(device=device).manual_seed(0)
+    weight = torch.rand(f, d, generator=generator, device=device).to(dtype)
+    operands = [
+        (torch.rand(t, d, generator=generator, device=device).to(dtype), torch.empty(t, f, device=device, dtype=dtype))
+        for t in tokens
+    ]
+    calls = [lambda x=x, out=out: torch.matmul(x, weight.t(), out=out) for x, out in operands]
+    seconds = _best_of_rounds(calls, device, rounds, min_trial_s)
+    precision = matmul_precision(dtype)
+    return [
+        MeasuredKernel(
+            "token matmul", precision, t, matmul_flops((t, d), (d, f)), matmul_bytes((t, d), (d, f), dtype), s
+        )
+        for t, s in zip(tokens, seconds, strict=True)
+    ]

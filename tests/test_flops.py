@@ -1,4 +1,5 @@
 import random
+from fractions import Fraction
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ from lecture_utils.flops import (
     matmul_bytes,
     matmul_flops,
     mfu,
+    tokens_to_ridge,
 )
 from lecture_utils.hardware import ACCELERATORS, UnknownAcceleratorError, lookup_accelerator
 from lecture_utils.peaks import peak_flops
@@ -116,6 +118,54 @@ def test_roofline_bound_and_ridge():
     assert attainable_flops(10.0, peak, bandwidth) == pytest.approx(10 * 3.35e12)
     assert attainable_flops(ridge * 2, peak, bandwidth) == peak
     assert attainable_flops(ridge, peak, bandwidth) == pytest.approx(peak)
+
+
+def first_token_count_at_ridge(d: int, f: int, ridge: float, dtype: torch.dtype) -> int:
+    """The other route: bisect on T, in exact arithmetic, for the first FLOPs / bytes of real shapes at the ridge.
+
+    The intensity grows with T, so the first T at or past the ridge is where the bisection closes.
+    """
+
+    def reaches(t: int) -> bool:
+        shapes = (t, d), (d, f)
+        return Fraction(matmul_flops(*shapes), matmul_bytes(*shapes, dtype)) >= Fraction(ridge)
+
+    low, high = 0, 1  # reaches(low) is False (no tokens, no FLOPs), reaches(high) True once high is large
+    while not reaches(high):
+        low, high = high, 2 * high
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if reaches(mid) else (mid, high)
+    return high
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_tokens_to_ridge_is_where_a_scan_of_the_intensity_crosses(seed):
+    rng = random.Random(seed)
+    d, f = rng.randint(64, 20000), rng.randint(64, 60000)
+    dtype = rng.choice([torch.float32, torch.bfloat16, torch.float8_e4m3fn])
+    limit = 2 * d * f / (dtype.itemsize * (d + f))  # the intensity as T grows without bound
+    ridge = rng.uniform(0.5, 0.95) * limit
+    assert tokens_to_ridge(d, f, ridge, dtype) == first_token_count_at_ridge(d, f, ridge, dtype)
+
+
+def test_an_8b_layer_on_an_h100_needs_a_few_hundred_tokens():
+    h100 = ACCELERATORS["h100-sxm"]
+    ridge = h100.peak("bf16") / h100.bandwidth_bytes_per_s
+    # By hand: 295.37 x 4096 x 14336 / (4096 x 14336 - 295.37 x (4096 + 14336)) = 325.6, so 326.
+    assert tokens_to_ridge(4096, 14336, ridge, torch.bfloat16) == 326
+    # In fp32 each element is twice the bytes: about twice the tokens for the same ridge.
+    assert tokens_to_ridge(4096, 14336, ridge, torch.float32) == first_token_count_at_ridge(
+        4096, 14336, ridge, torch.float32
+    )
+    assert tokens_to_ridge(4096, 14336, ridge, torch.float32) > 2 * 295
+    assert tokens_to_ridge(4096, 14336, 0.01, torch.bfloat16) == 1  # any token at all is past a tiny ridge
+
+
+def test_a_ridge_a_weight_cannot_reach_is_refused():
+    # (64 x 64) in bf16 tops out at 2 x 64 x 64 / (2 x 128) = 32 FLOP/byte however many tokens share it.
+    with pytest.raises(ValueError, match=r"never reaches 295 FLOP/byte.*stays below 32\.0"):
+        tokens_to_ridge(64, 64, 295.0, torch.bfloat16)
 
 
 def test_mfu_arithmetic_by_hand():

@@ -5,11 +5,11 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from lecture_utils.figures.flops import plot_roofline
+from lecture_utils.figures.flops import plot_roofline, plot_token_intensity
 from lecture_utils.flops import count_flops, matmul_flops
 from lecture_utils.matmul_benchmark import MatmulResult
 from lecture_utils.peaks import Peak
-from lecture_utils.roofline import MeasuredKernel, matmul_kernel, time_adds, time_matvec
+from lecture_utils.roofline import MeasuredKernel, matmul_kernel, time_adds, time_matvec, time_token_matmuls
 
 H100_BF16 = MatmulResult(
     n=8192,
@@ -61,4 +61,47 @@ def test_roofline_draws_one_roof_per_peak_and_one_group_per_kernel():
     assert math.isclose(memory.get_xdata()[-1], 989.5e12 / 3.35e12)
     assert math.isclose(memory.get_ydata()[-1], 989.5e12) and bf16.get_ydata()[0] == 989.5e12
     assert len(ax.collections) == 2  # bf16 matmuls, fp32 adds
+    plt.close("all")
+
+
+def test_token_matmuls_count_what_flopcountermode_and_the_tensors_say():
+    points = time_token_matmuls("cpu", [1, 4, 16], 32, 48, rounds=1, min_trial_s=0.0)
+    weight = torch.rand(48, 32, dtype=torch.bfloat16)  # stored (f x d), as torch.nn.Linear keeps it
+    assert [p.size for p in points] == [1, 4, 16]
+    for p in points:
+        x = torch.rand(p.size, 32, dtype=torch.bfloat16)
+        y = torch.nn.functional.linear(x, weight)
+        assert p.kernel == "token matmul" and p.precision == "bf16"
+        assert p.flops == count_flops(lambda x=x: torch.nn.functional.linear(x, weight)).total
+        assert p.bytes_moved == x.nbytes + weight.nbytes + y.nbytes
+        assert 0 < p.seconds < 1
+    fp32 = time_token_matmuls("cpu", [2], 8, 8, dtype=torch.float32, rounds=1, min_trial_s=0.0)
+    assert fp32[0].precision == "fp32" and fp32[0].bytes_moved == 4 * (2 * 8 + 8 * 8 + 2 * 8)
+    with pytest.raises(ValueError, match="at least one token count"):
+        time_token_matmuls("cpu", [], 8, 8)
+
+
+def test_token_matmul_points_carry_their_token_count_on_the_roofline():
+    points = [MeasuredKernel("token matmul", "bf16", t, 2 * t * 64, 2 * 64 + 4 * t, 1e-3) for t in (1, 8)]
+    fig = plot_roofline(points, {}, 1e9, "measured", "test", size_labels={"token matmul": "T="})
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.texts] == ["T=1", "T=8"]
+    assert len(plot_roofline(points, {}, 1e9, "measured", "test").axes[0].texts) == 0
+    plt.close("all")
+
+
+def test_token_intensity_figure_shades_each_side_of_the_crossing_and_marks_its_points():
+    tokens = [1, 2, 4, 8, 16]
+    intensities = [0.9, 1.8, 3.5, 6.7, 12.0]
+    fig = plot_token_intensity(tokens, intensities, 5.0, "ridge", {"decode": 1}, "test")
+    (ax,) = fig.axes
+    memory, compute = ax.patches
+    # 8 is the first token count whose intensity (6.7) reaches the ridge (5.0).
+    assert memory.get_x() < 1 and memory.get_x() + memory.get_width() == 8
+    assert compute.get_x() == 8 and compute.get_x() + compute.get_width() > 16
+    assert [t.get_text() for t in ax.texts] == ["decode"]
+    with pytest.raises(ValueError, match="one intensity per token count"):
+        plot_token_intensity(tokens, intensities[:-1], 5.0, "ridge", {}, "test")
+    with pytest.raises(ValueError, match=r"marks \['prefill'\] are not among"):
+        plot_token_intensity(tokens, intensities, 5.0, "ridge", {"prefill": 3}, "test")
     plt.close("all")

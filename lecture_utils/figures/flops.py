@@ -1,4 +1,4 @@
-"""Figures of FLOPs: the three matmuls of a linear layer (notebook 05), matmul throughput and roofline (notebook 04)."""
+"""Figures of FLOPs: the three matmuls of a linear layer (notebook 05); throughput, rooflines, tokens (notebook 04)."""
 
 from collections.abc import Mapping, Sequence
 
@@ -76,7 +76,7 @@ def draw_linear_layer_matmuls(
     return fig
 
 
-_MARKERS = {"matmul": "o", "add": "s", "matvec": "^"}
+_MARKERS = {"matmul": "o", "add": "s", "matvec": "^", "token matmul": "D"}
 
 
 def _precision_color(precision: str) -> str:
@@ -107,11 +107,14 @@ def plot_roofline(
     bandwidth_bytes_per_s: PositiveFloat,
     bandwidth_label: str,
     title: str,
+    *,
+    size_labels: Mapping[str, str] | None = None,
 ) -> Figure:
     """Roofline min(peak, intensity x bandwidth): a memory slope, a flat roof per peak, kernels (notebook 04).
 
     Colour says the precision, the marker the kernel. Each flat roof starts at its ridge (peak /
-    bandwidth), where a kernel stops being memory-bound.
+    bandwidth), where a kernel stops being memory-bound. `size_labels` maps a kernel to a prefix
+    written beside each of its points with the point's size, e.g. {"token matmul": "T="}.
     """
     fig, ax = plt.subplots(figsize=(7.0, 5.0))  # taller than the default: room for the legend
     intensities = [p.intensity for p in points]
@@ -130,8 +133,57 @@ def plot_roofline(
         xy = [p.intensity for p in group], [p.flops_per_s for p in group]
         marker = _MARKERS.get(kernel, "D")
         ax.scatter(*xy, color=_precision_color(precision), marker=marker, zorder=3, label=f"{precision} {kernel}")
+        if size_labels and kernel in size_labels:
+            for p in group:
+                ax.annotate(f"{size_labels[kernel]}{p.size}", (p.intensity, p.flops_per_s), xytext=(1, -8),
+                            textcoords="offset points", va="top", fontsize=11)  # fmt: skip
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte moved)", ylabel="FLOP/s")
     ax.set_title(title)
     ax.set_ylim(top=100 * max(p.flops_per_s for p in points))  # headroom, so the legend covers no point
     ax.legend(loc="upper left", ncols=2)
+    return fig
+
+
+def plot_token_intensity(
+    tokens: Sequence[int],
+    intensities: Sequence[float],
+    ridge: PositiveFloat,
+    ridge_label: str,
+    marks: Mapping[str, int],
+    title: str,
+) -> Figure:
+    """Intensity of a (T x d)(d x f) matmul against the tokens T, a card's ridge across it (notebook 04).
+
+    The token counts left of the first one at or past the ridge are shaded memory-bound, the rest
+    compute-bound. `marks` names token counts to point at (they must be among `tokens`).
+    """
+    if len(tokens) != len(intensities) or not tokens:
+        raise ValueError(f"one intensity per token count: got {len(tokens)} counts, {len(intensities)} intensities")
+    missing = [name for name, t in marks.items() if t not in tokens]
+    if missing:
+        raise ValueError(f"marks {missing} are not among the token counts plotted")
+    crossing = next((t for t, i in zip(tokens, intensities, strict=True) if i >= ridge), tokens[-1])
+    low, high = tokens[0] / 1.6, tokens[-1] * 1.6  # margins: a marked end point is not cut in half
+    fig, ax = plt.subplots(figsize=(7.0, 4.5))
+    ax.axvspan(low, crossing, color=COLORS["fp8"], alpha=0.1, label="memory-bound")
+    ax.axvspan(crossing, high, color=COLORS["bf16"], alpha=0.12, label="compute-bound")
+    ax.plot(tokens, intensities, color=COLORS["bf16"], linewidth=2, label="intensity of the matmul")
+    ax.axhline(ridge, color=COLORS["peak"], linestyle="--", linewidth=1.5, label=ridge_label)
+    for name, t in marks.items():
+        y = intensities[list(tokens).index(t)]
+        ax.plot([t], [y], "o", color=COLORS["fp32"], ms=8, zorder=3)
+        # Labels stay off the curve: above it left of the crossing, below it at the crossing
+        # (the curve climbs on), above and to the left where it has flattened.
+        if t < crossing:
+            where = {"xytext": (8, 8), "va": "bottom"}
+        elif t == crossing:
+            where = {"xytext": (10, -4), "va": "top"}
+        else:
+            where = {"xytext": (-8, 4), "ha": "right", "va": "bottom"}
+        ax.annotate(name, (t, y), textcoords="offset points", fontsize=11, **where)
+    ax.set(xscale="log", yscale="log", xlim=(low, high), xlabel="tokens T sharing one read of the weight")
+    ax.set_ylim(bottom=min(intensities) / 3)  # room for a label under the lowest point
+    ax.set_ylabel("FLOPs per byte moved")
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=11)  # under the curve, right of the decoding label
     return fig
