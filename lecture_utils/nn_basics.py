@@ -98,15 +98,18 @@ def scaled_dot_product_attention(
     """softmax(Q K^T / sqrt(d_k)) V; where the boolean mask is False a query may not attend to that key (notebook 03).
 
     `#` marks axes that broadcast: the leading (batch, head) axes of Q, K, V and the mask, and the
-    mask's own axes, so a causal (queries, keys) mask serves every batch and head. Scores are taken
-    to fp32 for the softmax even when Q, K, V are bf16 (in bf16 each exponential and their sum
-    would keep only 8 significant bits), and the result is in the dtype of V. A query whose mask
-    row is all False has no keys to average over and gets NaN.
+    mask's own axes, so a causal (queries, keys) mask serves every batch and head. The scores are
+    formed from Q and K taken to fp32 (at least), even when they are bf16: a score rounded to bf16
+    is off by up to |score| 2^-9, and exp turns that into a relative error of its weight that grows
+    with the logits (notebook 08 measures it). The softmax then runs on fp32 scores, and the result
+    is in the dtype of V. A query whose mask row is all False has no keys to average over: NaN.
     """
     if not Q.dtype == K.dtype == V.dtype:  # a rule between arguments: Float alone allows any float per argument
         raise TypeError(f"Q, K and V must share one floating-point dtype, got {Q.dtype}, {K.dtype}, {V.dtype}")
     d_k = Q.shape[-1]
-    scores = einsum(Q, K, "... queries d_k, ... keys d_k -> ... queries keys").float() / math.sqrt(d_k)
+    wide = torch.promote_types(Q.dtype, torch.float32)  # bf16/fp16 -> fp32; fp64 stays fp64
+    # bf16 -> fp32 is exact and a product of two bf16 values fits in fp32: only the sum rounds, in fp32.
+    scores = einsum(Q.to(wide), K.to(wide), "... queries d_k, ... keys d_k -> ... queries keys") / math.sqrt(d_k)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = softmax(scores, dim=-1).to(V.dtype)  # (..., queries, keys)

@@ -8,6 +8,12 @@ answer with that same value and prints a verdict: right (within `rel_tol` of it)
 `close_tol`) or wrong, with a hint that never holds the answer. The worked answer's cell, which
 JupyterLab opens collapsed, ends with `problem.work()`, shown as a closed <details> block.
 
+A verdict must not let an answer be found by trial and error. So a wrong numeric answer is not
+told which way it is off (a "too high" on every run would bisect an integer in a dozen runs);
+only a close answer to a problem with a tolerance hears "too high" or "too low", and a close
+answer to an exact problem (rel_tol 0) hears only "not exact". A choice answer hears right,
+close (one letter off, added or missing, without saying which) or wrong, never how many.
+
 A numeric answer is a number in the unit the question names (`Problem.unit`), or a string that may
 name another unit the problem accepts (`Problem.units`), such as "2 GiB" where the question asks
 for GB. A choice answer ("which of these copy?") is a string or a collection of option letters:
@@ -192,11 +198,12 @@ def _judge_number(problem: Problem, expected: float, value: float) -> Verdict:
     hint = _hint(problem, expected, value)
     if reveals(hint, expected, problem.rel_tol):  # an authoring slip, caught before a student sees it
         raise ValueError(f"problem {problem.number}: this hint gives the answer away; reword it: {hint}")
+    if error > problem.close_tol:  # no direction: it would guide a search (see the module docstring)
+        return Verdict("wrong", f"wrong. Hint: {hint}")
+    if problem.rel_tol == 0:  # an exact answer is a few runs from the close band's edge: no direction
+        return Verdict("close", f"close, but not exact. Hint: {hint}")
     direction = "too high" if value > expected else "too low"
-    if error <= problem.close_tol:
-        off = "not exact" if problem.rel_tol == 0 else f"more than {_percent(problem.rel_tol)} off"
-        return Verdict("close", f"close, but {direction}: {off}. Hint: {hint}")
-    return Verdict("wrong", f"wrong ({direction}). Hint: {hint}")
+    return Verdict("close", f"close, but {direction}: more than {_percent(problem.rel_tol)} off. Hint: {hint}")
 
 
 def _hint(problem: Problem, expected: float, value: float) -> str:
@@ -211,12 +218,12 @@ def _hint(problem: Problem, expected: float, value: float) -> str:
 
 
 def _judge_choices(problem: Problem, expected: frozenset[str], picked: frozenset[str]) -> Verdict:
-    extra, missed = len(picked - expected), len(expected - picked)
-    if not extra and not missed:
+    off = len(picked ^ expected)  # letters added or missing; never shown, it would give the set away
+    if not off:
         return Verdict("right", "right. Compare your reasons with the worked answer below.")
-    grade: Grade = "close" if extra + missed == 1 else "wrong"
-    picks = f"{extra} of your picks should not be there" if extra else "every letter you picked belongs"
-    return Verdict(grade, f"{grade}: {picks}, and you missed {missed}. Hint: {problem.hint}")
+    if off == 1:
+        return Verdict("close", f"close: one letter is off. Hint: {problem.hint}")
+    return Verdict("wrong", f"wrong. Hint: {problem.hint}")
 
 
 def reveals(text: str, expected: Answer, rel_tol: NonNegativeFloat = 0.01) -> bool:

@@ -105,6 +105,26 @@ def test_attention_matches_torch_sdpa(kind, dtype):
         torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)
 
 
+def test_bf16_attention_forms_scores_in_fp32_not_bf16():
+    # Logits of std 16 (q, k entries of std 4, head_dim 64), where rounding a score to bf16 moves
+    # its weight by a visible fraction. Reference: the same bf16 numbers in float64.
+    g = torch.Generator().manual_seed(10)
+    q, k, v = (torch.randn(1, 2, 256, 64, generator=g) for _ in range(3))
+    q, k, v = (4 * q).bfloat16(), (4 * k).bfloat16(), v.bfloat16()
+    causal = torch.ones(256, 256, dtype=torch.bool).tril()
+    reference = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=causal)
+
+    def error(out: torch.Tensor) -> float:
+        return ((out.double() - reference).norm() / reference.norm()).item()
+
+    ours = error(scaled_dot_product_attention(q, k, v, causal))
+    # Another route: the scores rounded to bf16 (a bf16 matmul), then torch's fp32 softmax.
+    scores16 = (q @ k.mT).float() / math.sqrt(64)
+    weights = scores16.masked_fill(~causal, float("-inf")).softmax(dim=-1).bfloat16()
+    rounded = error(weights @ v)
+    assert ours < rounded / 4, (ours, rounded)
+
+
 def test_attention_with_more_keys_than_queries_and_no_batch_axes():
     torch.manual_seed(0)
     q, k, v = torch.randn(3, 4), torch.randn(7, 4), torch.randn(7, 2)

@@ -141,7 +141,7 @@ PROBLEMS: dict[int, Problem] = {
     4: Problem(
         4,
         "which calls does the check reject?",
-        "Every function in `lecture_utils` has its annotations checked at each call. Which of these calls of\n\n"
+        "With annotations checked at each call, which of these calls of\n\n"
         "```python\n"
         'def checked_scores(q: Float[Tensor, "batch seq1 d"],\n'
         '                   k: Float[Tensor, "batch seq2 d"]) -> Float[Tensor, "batch seq1 seq2"]:\n'

@@ -124,7 +124,7 @@ PROBLEMS: dict[int, Problem] = {
         + ", ".join(f"`{name} = {code}`" for name, code in CHAIN.items())
         + ". How many bytes of new storage do "
         + ", ".join(CHAIN)
-        + ' allocate together? Answer in bytes ("16 MiB" works too).',
+        + ' allocate together? Answer in bytes (a unit such as "3 KiB" works too).',
         "bytes",
         _new_bytes,
         "Decide for each line whether it is a view or allocates; a view of a view shares the same storage.",
