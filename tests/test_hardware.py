@@ -88,6 +88,8 @@ def test_datasheet_figures():
     assert ACCELERATORS["h100-pcie"].peak("bf16") == pytest.approx(756.5e12)
     assert ACCELERATORS["a100-sxm-80gb"].peak("bf16") == pytest.approx(312e12)
     assert ACCELERATORS["h200-sxm"].bandwidth_bytes_per_s == pytest.approx(4.8e12)
+    assert h100.bandwidth_bytes_per_s == pytest.approx(3.35e12)
+    assert h100.memory_bytes == 80e9
     assert ACCELERATORS["b200"].peak("fp8") == pytest.approx(4500e12)
     # Datasheets that print tensor rates with sparsity only: the dense peak is half of what is printed.
     assert ACCELERATORS["l4"].peak("bf16") == pytest.approx(121e12)
