@@ -12,7 +12,7 @@ check yours against (save with one, load with the other, and compare the restore
 copy or hand in.
 
 Self-contained: imports only io, os, collections and torch; no other lecture_utils module. In
-lecture_utils the package's import hook enforces the annotations; copied alone they document them.
+lecture_utils the package's import hook enforces the annotations; read alone they document them.
 Taught in notebook 07; asked for by assignment 1.
 """
 
