@@ -3,7 +3,8 @@
 `wrap` puts a model under one approach of lecture_utils.sharding.APPROACHES and builds its AdamW;
 `watch_gathered` records, during a forward, how many bytes of full parameters FSDP2 holds besides
 its shards: what ZeRO-2 keeps from the forward to the backward and ZeRO-3 frees layer by layer.
-`ddp_gradient_buckets` reads where DDP keeps the gradients it all-reduces.
+`ddp_gradient_buckets` reads where DDP keeps the gradients it all-reduces. `track_rank_step` follows
+one rank's live bytes by component through a step (lecture_utils.step_memory.track_step).
 """
 
 import warnings
@@ -27,6 +28,7 @@ with warnings.catch_warnings():
 from lecture_utils.checks import NonNegativeInt, PositiveInt
 from lecture_utils.memory import tensor_bytes
 from lecture_utils.sharding import FSDP2_SETTINGS, Approach, make_batch, make_model
+from lecture_utils.step_memory import StepTimeline, track_step
 
 LR = 1e-2
 
@@ -120,3 +122,30 @@ def ddp_gradient_buckets(rank: NonNegativeInt, world_size: PositiveInt, as_view:
     grads = [p.grad for p in model.parameters()]
     inside = [g for g in grads if any(start <= g.data_ptr() < start + size for start, size in spans)]
     return sum(size for _, size in spans), sum(map(tensor_bytes, grads)), sum(map(tensor_bytes, inside))
+
+
+def track_rank_step(
+    rank: NonNegativeInt, world_size: PositiveInt, approach: Approach, warmup_steps: NonNegativeInt = 1
+) -> StepTimeline:
+    """One training step of this rank under `approach`, its live bytes by component at every stage (notebook 09).
+
+    The model, seed and slice of the batch are sharding_measure.train_rank's. `warmup_steps`
+    untracked steps come first, so Adam's state is there from the tracked step's start, as on every
+    step but the first. The tensor count (step_memory.track_step) sees FSDP2's shards, not the full
+    weights it gathers for the layer computing, nor DDP's gradient buckets beyond the .grad views.
+    """
+    rows, left = divmod(make_batch()[0].shape[0], world_size)
+    if left:
+        raise ValueError(f"the batch of {rows * world_size + left} rows does not split over {world_size} ranks")
+    torch.manual_seed(0)
+    x, y = (t[rank * rows : (rank + 1) * rows] for t in make_batch())
+    wrapped, optimizer = wrap(make_model(), approach, torch.device("cpu"))
+
+    def loss_fn() -> torch.Tensor:
+        return nn.functional.mse_loss(wrapped(x), y)
+
+    for _ in range(warmup_steps):
+        loss_fn().backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return track_step(wrapped, optimizer, loss_fn, data=[x, y], state_of=local_optimizer(optimizer))

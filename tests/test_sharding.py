@@ -14,14 +14,16 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from lecture_utils.accounting import RECIPES
+from lecture_utils.accounting import RECIPES, MemoryBudget
 from lecture_utils.figures.sharding import plot_bytes_per_gpu
 from lecture_utils.figures.style import MAX_WIDTH_IN, too_small_texts, use_style
+from lecture_utils.memory import saved_tensor_bytes
 from lecture_utils.sharding import (
     APPROACHES,
     fsdp2_local_numel,
     gpt2_small,
     largest_params,
+    make_batch,
     make_model,
     per_gpu_bytes,
     predicted_gathered_bytes,
@@ -32,9 +34,10 @@ from lecture_utils.sharding import (
     zero1_owned_tensors,
     zero1_partition,
 )
-from lecture_utils.sharding_engines import ddp_gradient_buckets, gathered_bytes
+from lecture_utils.sharding_engines import ddp_gradient_buckets, gathered_bytes, track_rank_step
 from lecture_utils.sharding_launch import RankError, main, parse_args, run_ranks
 from lecture_utils.sharding_measure import RankReport, check_reports, format_reports, train_rank
+from lecture_utils.step_memory import napkin_peak
 
 PSI = sum(p.numel() for p in make_model().parameters())  # 7,312 parameters, counted by torch
 MIXED = RECIPES["bf16 + fp32 master"]
@@ -235,6 +238,38 @@ def test_ddp_buckets_are_a_second_copy_unless_the_grads_are_views_into_them():
     copied, viewed = (run_ranks(functools.partial(ddp_gradient_buckets, as_view=v), 2) for v in (False, True))
     assert copied == [(4 * PSI, 4 * PSI, 0)] * 2  # buckets and .grad: two copies
     assert viewed == [(4 * PSI, 4 * PSI, 4 * PSI)] * 2  # every .grad inside a bucket: one copy
+
+
+@pytest.mark.parametrize("approach", ["ddp", "zero1", "fsdp2", "zero2"])
+def test_a_tracked_rank_step_holds_its_share_and_peaks_where_the_napkin_says(approach):
+    world_size = 2
+    timelines = run_ranks(functools.partial(track_rank_step, approach=approach), world_size)
+    model = make_model()
+    rows = make_batch()[0].shape[0] // world_size
+    for rank, timeline in enumerate(timelines):
+        x, y = (t[rank * rows : (rank + 1) * rows] for t in make_batch())
+        # A second route to the activations: a plain saved-tensor count on this rank's rows, one process.
+        saved = saved_tensor_bytes(
+            lambda x=x, y=y: nn.functional.mse_loss(model(x), y), exclude=[*model.parameters(), x, y]
+        )
+        start, step = timeline.events[0].components, timeline.events[timeline.index("step")].components
+        at_rest = {c: b for c, b in (start | {"gradients": step["gradients"]}).items() if b}
+        predicted = predicted_rank_bytes(model, approach, world_size, rank)
+        assert at_rest == predicted  # the warm-up step made Adam's state: there from the start
+        assert max(timeline.series("activations")) == timeline.series("activations")[timeline.index("loss")] == saved
+        if approach == "zero2":  # the full weights, kept from the forward to the backward, come on top
+            full = predicted_gathered_bytes(model, approach)[-1]
+            assert timeline.peak.label == "loss"
+            assert timeline.peak.total == sum(predicted.values()) - predicted["gradients"] + full + saved
+        else:  # the napkin for this rank's share of each part; here the gradients outweigh the activations
+            budget = MemoryBudget(**{c: {torch.float32: b} for c, b in (predicted | {"activations": saved}).items()})
+            assert timeline.peak.label == "step" and timeline.peak.total == napkin_peak(budget)
+    assert timelines[0].loss != timelines[1].loss  # each rank its own rows
+
+
+def test_a_tracked_rank_step_needs_a_batch_that_splits():
+    with pytest.raises(ValueError, match="does not split over 3 ranks"):
+        track_rank_step(0, 3, "ddp")
 
 
 def _fail_on_rank_one(rank: int, world_size: int) -> None:

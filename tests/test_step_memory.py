@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lecture_utils.accounting import COMPONENTS, RECIPES, plain_recipe
-from lecture_utils.figures.step_memory import _STACK_ORDER, draw_step_memory
+from lecture_utils.figures.step_memory import _STACK_ORDER, draw_step_memories, draw_step_memory
 from lecture_utils.figures.style import MAX_WIDTH_IN, too_small_texts, use_style
 from lecture_utils.memory import saved_tensor_bytes, tensor_bytes
 from lecture_utils.models import Cruncher, cruncher_activation_numel, cruncher_num_parameters
@@ -229,6 +229,36 @@ def test_the_figure_stacks_every_component_and_is_legible():
         assert marker.get_xdata()[0] == timeline.peak_index
     finally:
         plt.close(fig)
+
+
+def test_two_steps_side_by_side_share_one_scale_and_one_legend():
+    use_style()
+    model, optimizer, x, loss_fn = cruncher_case(16, 2, 32)
+    big = track_step(model, optimizer, loss_fn, data=[x])
+    small_model, small_opt, small_x, small_loss = cruncher_case(4, 2, 2, optimizer=SGD)  # no state: 3 bands
+    small = track_step(small_model, small_opt, small_loss, data=[small_x])
+    fig = draw_step_memories({"big": big, "small": small}, napkins={"small": small.peak.total})
+    try:
+        assert fig.get_size_inches()[0] <= MAX_WIDTH_IN and too_small_texts(fig) == []
+        left, right = fig.axes
+        assert [left.get_title(), right.get_title()] == ["big", "small"]
+        assert left.get_ylim() == right.get_ylim()  # one scale: the smaller step is visibly lower
+        # One legend: every component either panel shows, the top band first.
+        (legend,) = fig.legends
+        assert [t.get_text() for t in legend.get_texts()] == [
+            "activations",
+            "gradients",
+            "optimizer_state",
+            "parameters",
+        ]
+        assert [line.get_linestyle() for line in left.get_lines()].count("--") == 0  # no napkin given for it
+        assert [line.get_linestyle() for line in right.get_lines()].count("--") == 1
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="one or two"):
+        draw_step_memories({"a": big, "b": big, "c": big})
+    with pytest.raises(ValueError, match="not drawn"):
+        draw_step_memories({"a": big}, napkins={"b": 100})
 
 
 def test_the_figure_draws_the_allocator_curve_when_there_is_one():

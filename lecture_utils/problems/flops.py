@@ -101,7 +101,10 @@ def _decode_time() -> Worked:
     flops = sum(matmul_flops((1, r), (r, c)) for r, c in DECODE_WEIGHTS.values())
     seconds = _decode_seconds(bandwidth, DECODE_WEIGHTS)
     steps = (
-        *(f"{name:>4}: {r:,} x {c:,} weight, {moved[name]:,} B" for name, (r, c) in DECODE_WEIGHTS.items()),
+        *(
+            f"{name:>4}: {r:,} x {c:,} weight, with its row in and out: {moved[name]:,} B"
+            for name, (r, c) in DECODE_WEIGHTS.items()
+        ),
         f"bytes moved = {sum(moved.values()):,} B (the weights, in bf16, and one row in and out of each)",
         f"at {bandwidth:.3g} B/s: {seconds * 1e6:,.1f} us",
         f"the {flops:,} FLOPs at the dense bf16 peak would take {flops / H100.peak('bf16') * 1e6:.2f} us:",
