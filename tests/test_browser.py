@@ -15,37 +15,25 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
-import shutil
 import struct
 import tempfile
 import urllib.parse
 from pathlib import Path
 
 import pytest
-from lab_server import ROOT, running_lab
-from selenium import webdriver  # in the test extra: a missing selenium is a broken install, not a skip
+from browser_session import CLOSE, lab_in_chromium, opening_notebook, require_browser, show_on
+from lab_server import ROOT
 
 from lecture_utils.figures.style import MIN_FONT_PT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 RAISES = {"raises-exception", "nbval-raises-exception"}
 # (what, screen width and height in device pixels, browser zoom): the CSS viewport is screen / zoom.
 SCREENS = (("a laptop at 100% zoom", (1280, 800), 1.0), ("a 1080p projector at 150% zoom", (1920, 1080), 1.5))
 
-if not (CHROMIUM and CHROMEDRIVER) and os.environ.get("REQUIRE_BROWSER_TEST") != "1":
-    pytest.skip("needs chromium and chromedriver: `make browser` installs them (Debian)", allow_module_level=True)
+require_browser()
 
-OPEN_AND_RUN_ALL = """
-const [path, done] = [arguments[0], arguments[arguments.length - 1]];
-(async () => {
-  const app = window.jupyterapp;
-  const panel = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
-  await panel.context.ready;
-  await panel.sessionContext.ready;
-  const dirtyOnOpen = panel.context.model.dirty;
-  app.shell.activateById(panel.id);
+OPEN_AND_RUN_ALL = opening_notebook("""
   const start = performance.now();
   // The command's promise settles early when a raises-exception cell fails, while the kernel
   // goes on with the queued cells: wait until every code cell ran, or the kernel has been idle 3 s.
@@ -68,9 +56,7 @@ const [path, done] = [arguments[0], arguments[arguments.length - 1]];
     outputs: cell.model.outputs.toJSON().map(o => ({type: o.output_type, name: o.name || '',
       ename: o.ename || '', text: String(o.text || o.evalue || '').slice(0, 300)})),
   }));
-  done({dirtyOnOpen, seconds, cells, id: panel.id});
-})().catch(error => done({error: String(error.stack || error)}));
-"""
+  done({dirtyOnOpen, seconds, cells, id: panel.id});""")
 
 IMAGES = """
 const [id, done] = [arguments[0], arguments[arguments.length - 1]];
@@ -87,13 +73,6 @@ const [id, done] = [arguments[0], arguments[arguments.length - 1]];
     images: images.map(img => ({src: img.src, natural: img.naturalWidth, shown: img.getBoundingClientRect().width})),
   });
 })().catch(error => done({error: String(error.stack || error)}));
-"""
-
-CLOSE = """
-const [id, done] = [arguments[0], arguments[arguments.length - 1]];
-const panel = window.jupyterapp.shell.widgets('main').find(w => w.id === id);
-// Shut the kernel down and drop the view without saving: the lab never writes the notebook.
-panel.sessionContext.shutdown().then(() => { panel.dispose(); done(true); });
 """
 
 
@@ -115,14 +94,6 @@ def image_bytes(src: str) -> bytes:
     return (ROOT / urllib.parse.unquote(path.removeprefix("/files/"))).read_bytes()
 
 
-def show_on(driver, screen: tuple[int, int], zoom: float) -> None:
-    width, height = (round(side / zoom) for side in screen)
-    driver.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": width, "height": height, "deviceScaleFactor": zoom, "mobile": False},
-    )
-
-
 def smallest_text_px(driver, panel_id: str) -> tuple[float, list[str]]:
     """Body text size, and each image whose MIN_FONT_PT text shows smaller (or did not load)."""
     seen = driver.execute_async_script(IMAGES, panel_id)
@@ -141,41 +112,11 @@ def smallest_text_px(driver, panel_id: str) -> tuple[float, list[str]]:
 
 @pytest.fixture(scope="module")
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    profile = tempfile.TemporaryDirectory(prefix="chromium-")
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-quic",
-        "--window-size=1280,800",
-        f"--user-data-dir={profile.name}",
-    ):
-        options.add_argument(flag)
     shots = Path(tempfile.mkdtemp(prefix="notebook-screenshots-"))
     before = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in NOTEBOOKS}
     times: dict[str, float] = {}
-    # The test's only addition to `make lab`: expose the app object so the test can drive it.
-    with running_lab("--LabApp.expose_app_in_browser=True") as lab:
-        driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(CHROMEDRIVER))
-        try:
-            driver.set_script_timeout(300)
-            driver.get(f"{lab.url}/lab?reset&token={lab.token}")
-            driver.execute_async_script("""
-                const done = arguments[arguments.length - 1];
-                const wait = () => window.jupyterapp ? window.jupyterapp.started.then(() => done(true))
-                                                     : setTimeout(wait, 100);
-                wait();""")
-            yield driver, shots, times
-        finally:
-            driver.quit()
-            profile.cleanup()
+    with lab_in_chromium(script_timeout=300) as (driver, _):
+        yield driver, shots, times
     after = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in NOTEBOOKS}
     changed = [path.name for path in NOTEBOOKS if before[path] != after[path]]
     assert not changed, f"running in the lab rewrote {changed}"

@@ -15,16 +15,13 @@ unless REQUIRE_BROWSER_TEST=1 (set by .ci/run), where it fails instead.
 
 from __future__ import annotations
 
-import os
-import shutil
 import tempfile
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
-from lab_server import running_lab
-from selenium import webdriver
+from browser_session import lab_in_chromium, opening_notebook, require_browser, show_on
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
@@ -34,11 +31,9 @@ from lecture_utils.calculators.roofline import roofline_point
 from lecture_utils.calculators.training_time import training_estimate
 from lecture_utils.figures.style import MIN_FONT_PT, STORED_DPI
 
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 PROJECTOR = (1920, 1080), 1.5  # device pixels, browser zoom: the CSS viewport is 1280 x 720
 
-if not (CHROMIUM and CHROMEDRIVER) and os.environ.get("REQUIRE_BROWSER_TEST") != "1":
-    pytest.skip("needs chromium and chromedriver: `make browser` installs them (Debian)", allow_module_level=True)
+require_browser()
 
 CELLS = [
     "The calculators, each starting from its notebook's question.",
@@ -51,19 +46,10 @@ CELLS = [
     "show_roofline_calculator()",
 ]
 
-OPEN_AND_RUN_ALL = """
-const [path, done] = [arguments[0], arguments[arguments.length - 1]];
-(async () => {
-  const app = window.jupyterapp;
-  const panel = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
-  await panel.context.ready;
-  await panel.sessionContext.ready;
-  app.shell.activateById(panel.id);
+OPEN_AND_RUN_ALL = opening_notebook("""
   await app.commands.execute('notebook:run-all-cells');
   const cells = panel.content.widgets.filter(cell => cell.model.type === 'code');
-  done(cells.map(cell => cell.model.outputs.toJSON().map(o => ({type: o.output_type, name: o.name || ''}))));
-})().catch(error => done({error: String(error.stack || error)}));
-"""
+  done(cells.map(cell => cell.model.outputs.toJSON().map(o => ({type: o.output_type, name: o.name || ''}))));""")
 
 
 @pytest.fixture(scope="module")
@@ -74,34 +60,17 @@ def page():
         # a notebook without a kernelspec makes JupyterLab ask for a kernel
         metadata={"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}},
     )
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
     shots = Path(tempfile.mkdtemp(prefix="calculator-screenshots-"))
-    with tempfile.TemporaryDirectory(prefix="calculators-") as root, tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(prefix="calculators-") as root:
         nbformat.write(notebook, Path(root) / "calculators.ipynb")
-        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--no-first-run", "--disable-background-networking", "--window-size=1280,800",
-                     f"--user-data-dir={profile}"):  # fmt: skip
-            options.add_argument(flag)
-        with running_lab("--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={root}") as lab:
-            driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(CHROMEDRIVER))
-            try:
-                driver.set_script_timeout(120)
-                driver.get(f"{lab.url}/lab?reset&token={lab.token}")
-                driver.execute_async_script("""
-                    const done = arguments[arguments.length - 1];
-                    const wait = () => window.jupyterapp ? window.jupyterapp.started.then(() => done(true))
-                                                         : setTimeout(wait, 100);
-                    wait();""")
-                outputs = driver.execute_async_script(OPEN_AND_RUN_ALL, "calculators.ipynb")
-                assert "error" not in outputs, outputs
-                for cell in outputs:  # no error and nothing on stderr
-                    assert all(o["type"] != "error" and o["name"] != "stderr" for o in cell), outputs
-                for name in ("training", "memory", "roofline"):
-                    wait_for(driver, f".calc-{name} .calc-out")
-                yield driver, shots
-            finally:
-                driver.quit()
+        with lab_in_chromium(f"--ServerApp.root_dir={root}", script_timeout=120) as (driver, _):
+            outputs = driver.execute_async_script(OPEN_AND_RUN_ALL, "calculators.ipynb")
+            assert "error" not in outputs, outputs
+            for cell in outputs:  # no error and nothing on stderr
+                assert all(o["type"] != "error" and o["name"] != "stderr" for o in cell), outputs
+            for name in ("training", "memory", "roofline"):
+                wait_for(driver, f".calc-{name} .calc-out")
+            yield driver, shots
     print(f"\ncalculator screenshots at 150% zoom: {shots}")
 
 
@@ -176,12 +145,8 @@ def has_figure(driver, calculator: str) -> bool:
 
 def test_calculators_read_at_150_percent_on_a_projector(page):
     driver, shots = page
-    (width, height), zoom = PROJECTOR
     driver.execute_script("window.jupyterapp.shell.collapseLeft()")  # Ctrl+B, as the README advises for a projector
-    driver.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": round(width / zoom), "height": round(height / zoom), "deviceScaleFactor": zoom, "mobile": False},
-    )
+    show_on(driver, *PROJECTOR)
     body_px = float(driver.execute_script(
         "return getComputedStyle(document.querySelector('.jp-RenderedMarkdown p')).fontSize"
     ).removesuffix("px"))  # fmt: skip

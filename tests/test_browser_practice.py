@@ -17,7 +17,6 @@ unless REQUIRE_BROWSER_TEST=1 (set by .ci/run), where it fails instead.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import tempfile
 import time
@@ -25,31 +24,19 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from lab_server import ROOT, running_lab
-from selenium import webdriver
+from browser_session import CLOSE, lab_in_chromium, opening_notebook, require_browser, show_on
+from lab_server import ROOT
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from lecture_utils.problems.napkin import PROBLEMS
 
 NOTEBOOK = ROOT / "notebooks" / "00_napkin_math.ipynb"
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 PROJECTOR = (1920, 1080), 1.5  # device pixels, browser zoom: the CSS viewport is 1280 x 720
 
-if not (CHROMIUM and CHROMEDRIVER) and os.environ.get("REQUIRE_BROWSER_TEST") != "1":
-    pytest.skip("needs chromium and chromedriver: `make browser` installs them (Debian)", allow_module_level=True)
+require_browser()
 
-OPEN = """
-const [path, done] = [arguments[0], arguments[arguments.length - 1]];
-(async () => {
-  const app = window.jupyterapp;
-  const panel = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
-  await panel.context.ready;
-  await panel.sessionContext.ready;
-  app.shell.activateById(panel.id);
-  done({id: panel.id, dirty: panel.context.model.dirty});
-})().catch(error => done({error: String(error.stack || error)}));
-"""
+OPEN = opening_notebook("  done({id: panel.id, dirty: dirtyOnOpen});")
 
 RUN_ALL = """
 const [id, done] = [arguments[0], arguments[arguments.length - 1]];
@@ -86,20 +73,6 @@ panel.content.scrollToItem(index, 'center').then(() => {
 });
 """
 
-CLOSE = """
-const [id, done] = [arguments[0], arguments[arguments.length - 1]];
-const panel = window.jupyterapp.shell.widgets('main').find(w => w.id === id);
-panel.sessionContext.shutdown().then(() => { panel.dispose(); done(true); });
-"""
-
-
-def show_on(driver, screen: tuple[int, int], zoom: float) -> None:
-    width, height = (round(side / zoom) for side in screen)
-    driver.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": width, "height": height, "deviceScaleFactor": zoom, "mobile": False},
-    )
-
 
 def wait_until(check, what: str, timeout: float = 30):
     deadline = time.monotonic() + timeout
@@ -123,35 +96,18 @@ def practice_cells() -> dict[int, tuple[int, int]]:
 @pytest.fixture(scope="module")
 def lab_page():
     """(driver, panel id, screenshot folder) with a copy of notebook 00 open in the lab, not yet run."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
     shots = Path(tempfile.mkdtemp(prefix="practice-screenshots-"))
     committed = hashlib.sha256(NOTEBOOK.read_bytes()).hexdigest()
-    with tempfile.TemporaryDirectory(prefix="practice-") as root, tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(prefix="practice-") as root:
         (Path(root) / "notebooks").mkdir()
         shutil.copy(NOTEBOOK, Path(root) / "notebooks" / NOTEBOOK.name)
-        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--no-first-run", "--disable-background-networking", "--window-size=1280,800",
-                     f"--user-data-dir={profile}"):  # fmt: skip
-            options.add_argument(flag)
-        with running_lab("--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={root}") as lab:
-            driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(CHROMEDRIVER))
-            try:
-                driver.set_script_timeout(180)
-                driver.get(f"{lab.url}/lab?reset&token={lab.token}")
-                driver.execute_async_script("""
-                    const done = arguments[arguments.length - 1];
-                    const wait = () => window.jupyterapp ? window.jupyterapp.started.then(() => done(true))
-                                                         : setTimeout(wait, 100);
-                    wait();""")
-                show_on(driver, *PROJECTOR)
-                opened = driver.execute_async_script(OPEN, f"notebooks/{NOTEBOOK.name}")
-                assert "error" not in opened, opened
-                assert opened["dirty"] is False, "opening the notebook marked it modified"
-                yield driver, opened["id"], shots
-                driver.execute_async_script(CLOSE, opened["id"])
-            finally:
-                driver.quit()
+        with lab_in_chromium(f"--ServerApp.root_dir={root}", script_timeout=180) as (driver, _):
+            show_on(driver, *PROJECTOR)
+            opened = driver.execute_async_script(OPEN, f"notebooks/{NOTEBOOK.name}")
+            assert "error" not in opened, opened
+            assert opened["dirty"] is False, "opening the notebook marked it modified"
+            yield driver, opened["id"], shots
+            driver.execute_async_script(CLOSE, opened["id"])
     assert hashlib.sha256(NOTEBOOK.read_bytes()).hexdigest() == committed, "the committed notebook changed"
     print(f"\npractice screenshot at 150% zoom: {shots}")
 
