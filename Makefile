@@ -8,7 +8,11 @@ PYTHON ?= python3
 # declares the range of releases the notes have been run on.
 PINNED_TORCH := torch==2.13.0
 TORCH ?= $(PINNED_TORCH)
-VENV := $(if $(filter $(PINNED_TORCH),$(TORCH)),.venv,.venv-$(subst $(eval) ,,$(subst =,,$(subst <,,$(subst >,,$(subst *,x,$(TORCH)))))))
+empty :=
+space := $(empty) $(empty)
+# The release spec as a folder name: torch==2.14.1 -> torch2.14.1 (operators and spaces dropped).
+TORCH_TAG = $(subst $(space),,$(subst *,x,$(subst =,,$(subst <,,$(subst >,,$(TORCH))))))
+VENV := $(if $(filter $(PINNED_TORCH),$(TORCH)),.venv,.venv-$(TORCH_TAG))
 BIN := $(VENV)/bin
 # The port `make lab` serves on: `make lab PORT=8899` when 8888 is taken.
 PORT ?= 8888
