@@ -4,7 +4,9 @@ lecture_utils/__init__.py installs jaxtyping's import hook, so each rule is prov
 real helper, instead of once per function in each module's tests.
 """
 
+import functools
 import importlib
+import importlib.util
 import inspect
 import math
 import pkgutil
@@ -122,3 +124,12 @@ def test_an_int_is_accepted_where_a_float_is_annotated():
     # PEP 484's numeric tower: 70_000_000_000 parameters are as good as 70e9.
     assert training_flops(70_000_000_000, 15 * 10**12) == pytest.approx(6.3e24)
     assert float_bits(1, torch.float32).exponent == 127
+
+
+def test_the_hook_renames_only_this_packages_bytecode():
+    # A library first imported inside a package module keeps its cached bytecode (lecture_utils/__init__.py).
+    from jaxtyping import _import_hook
+
+    name_for = functools.partial(_import_hook._optimized_cache_from_source, "hash")
+    assert name_for(torch.__file__) == importlib.util.cache_from_source(torch.__file__)
+    assert "jaxtyping" in name_for(inspect.getfile(training_flops.__wrapped__))
