@@ -67,3 +67,21 @@ def small_mlp():
         return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
 
     return make
+
+
+@pytest.fixture
+def h100_bf16():
+    """An 8192-cubed bf16 matmul record on an H100 SXM at 1.383 ms: the matmul and roofline tests' GPU example."""
+    from lecture_utils.flops import matmul_flops
+    from lecture_utils.matmul_benchmark import MatmulResult
+
+    return MatmulResult(
+        n=8192,
+        dtype="bfloat16",
+        precision="bf16",
+        flops=matmul_flops((8192, 8192), (8192, 8192)),
+        seconds=1.383e-3,
+        peak_flops_per_s=989.5e12,
+        peak_source="H100 SXM dense bf16, NVIDIA H100 Tensor Core GPU datasheet",
+        peak_estimate=False,
+    )

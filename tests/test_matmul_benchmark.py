@@ -9,9 +9,7 @@ import lecture_utils.matmul_benchmark as bench
 import lecture_utils.peaks as peaks
 from lecture_utils.cpu import parse_cpuinfo
 from lecture_utils.figures.flops import plot_throughput
-from lecture_utils.flops import matmul_flops
 from lecture_utils.matmul_benchmark import (
-    MatmulResult,
     benchmark_matmul,
     cases_for,
     copy_bandwidth,
@@ -21,17 +19,6 @@ from lecture_utils.matmul_benchmark import (
 )
 from lecture_utils.matmul_reference import describe_reference, load_reference, main, reference_record
 from lecture_utils.peaks import Peak, cpu_peak_estimate
-
-H100_BF16 = MatmulResult(
-    n=8192,
-    dtype="bfloat16",
-    precision="bf16",
-    flops=matmul_flops((8192, 8192), (8192, 8192)),
-    seconds=1.383e-3,
-    peak_flops_per_s=989.5e12,
-    peak_source="H100 SXM dense bf16, NVIDIA H100 Tensor Core GPU datasheet",
-    peak_estimate=False,
-)
 
 
 def test_fp32_matmul_on_cpu_is_measured_against_a_labelled_estimate():
@@ -78,10 +65,10 @@ def test_a_datasheet_peak_the_measurement_stays_under_is_kept(monkeypatch):
     assert result.peak_flops_per_s == 1e18 and result.peak_source == fake.source and 0 < result.mfu < 1e-3
 
 
-def test_a_result_above_a_datasheet_peak_is_an_error():
-    assert H100_BF16.mfu == pytest.approx(0.8034, abs=1e-4)
+def test_a_result_above_a_datasheet_peak_is_an_error(h100_bf16):
+    assert h100_bf16.mfu == pytest.approx(0.8034, abs=1e-4)
     with pytest.raises(ValueError, match=r"MFU 1\.61 > 1"):
-        _ = replace(H100_BF16, seconds=H100_BF16.seconds / 2).mfu
+        _ = replace(h100_bf16, seconds=h100_bf16.seconds / 2).mfu
 
 
 def test_the_float32_matmul_mode_is_restored_even_after_an_error():
@@ -113,8 +100,8 @@ def test_run_benchmark_runs_on_the_threads_asked_for_and_restores_them():
         assert result.peak_flops_per_s == cpu_peak_estimate(torch.float32, threads=1).flops_per_s
 
 
-def test_record_round_trips_and_tampering_is_caught(tmp_path):
-    results = [H100_BF16, replace(H100_BF16, peak_flops_per_s=None, peak_source="no peak", n=4096)]
+def test_record_round_trips_and_tampering_is_caught(tmp_path, h100_bf16):
+    results = [h100_bf16, replace(h100_bf16, peak_flops_per_s=None, peak_source="no peak", n=4096)]
     record = reference_record(results, "cpu", warmup=10, trials=50, min_trial_s=0.05)
     assert {"device", "torch", "date", "warmup", "trials", "min_trial_s"} <= set(record)
     path = tmp_path / "ref.json"
@@ -136,21 +123,21 @@ def test_record_round_trips_and_tampering_is_caught(tmp_path):
         load_reference(path)
 
 
-def test_format_results_shows_every_row_and_peak_source():
-    table = format_results([H100_BF16, replace(H100_BF16, peak_flops_per_s=None, peak_source="no peak known")])
+def test_format_results_shows_every_row_and_peak_source(h100_bf16):
+    table = format_results([h100_bf16, replace(h100_bf16, peak_flops_per_s=None, peak_source="no peak known")])
     assert "795.0 TFLOP/s" in table and "989.5 TFLOP/s*" in table and " 0.803" in table
     assert "est." not in table and "~" not in table  # a datasheet peak is not an estimate
     assert "* H100 SXM dense bf16" in table and "** no peak known" in table
 
 
-def test_a_recorded_run_is_described_with_its_machine_and_settings(tmp_path):
+def test_a_recorded_run_is_described_with_its_machine_and_settings(tmp_path, h100_bf16):
     path = tmp_path / "ref.json"
-    record = reference_record([H100_BF16], "cpu", warmup=10, trials=50, min_trial_s=0.05)
+    record = reference_record([h100_bf16], "cpu", warmup=10, trials=50, min_trial_s=0.05)
     path.write_text(json.dumps({**record, "device": "NVIDIA H100 80GB HBM3", "cuda": "12.8"}))
     lines = describe_reference(path).splitlines()
     assert "another machine" in lines[0] and "NVIDIA H100 80GB HBM3" in lines[0] and "CUDA 12.8" in lines[0]
     assert [int(w) for w in lines[1].split() if w.isdigit()] == [10, 50] and "0.05 s" in lines[1]
-    assert "\n".join(lines[2:]) == format_results([H100_BF16])
+    assert "\n".join(lines[2:]) == format_results([h100_bf16])
 
 
 def test_command_line_writes_a_loadable_record(tmp_path, capsys):
@@ -168,8 +155,8 @@ def test_copy_bandwidth_is_positive():
     assert copy_bandwidth("cpu", 1 << 16, trials=3) > 0
 
 
-def test_plots_draw_measurements_and_peaks():
-    results = [replace(H100_BF16, n=n, seconds=H100_BF16.seconds * (8192 / n) ** 2) for n in (2048, 4096, 8192)]
+def test_plots_draw_measurements_and_peaks(h100_bf16):
+    results = [replace(h100_bf16, n=n, seconds=h100_bf16.seconds * (8192 / n) ** 2) for n in (2048, 4096, 8192)]
     fig = plot_throughput(results, "test")
     (ax,) = fig.axes
     assert len(ax.lines) == 2 and ax.lines[1].get_ydata()[0] == 989.5e12

@@ -6,27 +6,15 @@ import pytest
 import torch
 
 from lecture_utils.figures.flops import plot_roofline, plot_token_intensity
-from lecture_utils.flops import count_flops, matmul_flops
-from lecture_utils.matmul_benchmark import MatmulResult
+from lecture_utils.flops import count_flops
 from lecture_utils.peaks import Peak
 from lecture_utils.roofline import MeasuredKernel, matmul_kernel, time_adds, time_matvec, time_token_matmuls
 
-H100_BF16 = MatmulResult(
-    n=8192,
-    dtype="bfloat16",
-    precision="bf16",
-    flops=matmul_flops((8192, 8192), (8192, 8192)),
-    seconds=1.383e-3,
-    peak_flops_per_s=989.5e12,
-    peak_source="H100 SXM dense bf16, NVIDIA H100 Tensor Core GPU datasheet",
-    peak_estimate=False,
-)
 
-
-def test_a_matmul_kernel_has_the_closed_form_intensity():
-    point = matmul_kernel(H100_BF16)
+def test_a_matmul_kernel_has_the_closed_form_intensity(h100_bf16):
+    point = matmul_kernel(h100_bf16)
     assert point.intensity == pytest.approx(2 * 8192 / (3 * 2))  # 2n / (3 bytes per element)
-    assert point.flops_per_s == pytest.approx(H100_BF16.flops_per_s)
+    assert point.flops_per_s == pytest.approx(h100_bf16.flops_per_s)
 
 
 def test_adds_move_12_bytes_per_flop_and_take_real_time():
@@ -48,8 +36,8 @@ def test_matvec_flops_agree_with_flopcountermode_on_the_same_product_as_a_matmul
     assert 0.45 < point.intensity < 0.5
 
 
-def test_roofline_draws_one_roof_per_peak_and_one_group_per_kernel():
-    matmuls = [matmul_kernel(replace(H100_BF16, n=n, flops=2 * n**3)) for n in (2048, 8192)]
+def test_roofline_draws_one_roof_per_peak_and_one_group_per_kernel(h100_bf16):
+    matmuls = [matmul_kernel(replace(h100_bf16, n=n, flops=2 * n**3)) for n in (2048, 8192)]
     add = MeasuredKernel("add", "fp32", 1 << 28, 1 << 28, 12 << 28, 1.1e-3)
     roofs = {"bf16": Peak(989.5e12, "datasheet", False), "fp32": Peak(67e12, "datasheet", False)}
     fig = plot_roofline([*matmuls, add], roofs, 3.35e12, "datasheet", "test")

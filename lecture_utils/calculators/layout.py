@@ -169,6 +169,19 @@ def build_calculator(
     return calculator
 
 
+def refresh(calc: Calculator, result: Callable[..., tuple], draw: Callable[[dict], dict]) -> None:
+    """Recompute the result from the controls' values; redraw the figure, or clear it (notebooks 00, 04).
+
+    `result(**values)` gives (title, rows, message): a message (no datasheet row for that dtype, say)
+    leaves no figure. `draw(values)` gives the figure's output, lecture_utils.figures.calculators'
+    figure_output.
+    """
+    values = {name: control.value for name, control in calc.controls.items()}
+    title, rows, message = result(**values)
+    calc.result.value = result_html(title, rows, values, message)
+    calc.plot.outputs = () if message else (draw(values),)
+
+
 def show_calculator(calculator: Calculator, static_text: str) -> None:
     """Print the result for the defaults, then show the live widget (notebooks 00, 04, 09).
 

@@ -18,7 +18,7 @@ from lecture_utils.calculators.layout import (
     dropdown,
     number_box,
     power_of_two_slider,
-    result_html,
+    refresh,
     result_text,
     show_calculator,
 )
@@ -102,19 +102,16 @@ def _result(m: int, n: int, p: int, card: str, dtype: str) -> tuple:
     return title, rows, ""
 
 
-def _update(calc: Calculator) -> None:
-    """Recompute from the controls' values; redraw the figure, or clear it when there is no roofline."""
-    v = {name: control.value for name, control in calc.controls.items()}
-    title, rows, message = _result(**v)
-    calc.result.value = result_html(title, rows, v, message)
-    if message:
-        calc.plot.outputs = ()
-        return
+def _draw(v: dict) -> dict:
+    """The matmul's point on its card's roofline, for the controls' values `v`."""
     point = roofline_point(v["m"], v["n"], v["p"], v["card"], v["dtype"])
     shape = f"({v['m']:,} x {v['n']:,}) @ ({v['n']:,} x {v['p']:,})"
     label = f"{shape} in {v['dtype']}, {ACCELERATORS[v['card']].name}"
-    fig = draw_roofline_point(point.intensity, point.peak_flops, point.bandwidth_bytes_per_s, label)
-    calc.plot.outputs = (figure_output(fig),)
+    return figure_output(draw_roofline_point(point.intensity, point.peak_flops, point.bandwidth_bytes_per_s, label))
+
+
+def _update(calc: Calculator) -> None:
+    refresh(calc, _result, _draw)
 
 
 def roofline_calculator(

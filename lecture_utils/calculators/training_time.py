@@ -16,7 +16,7 @@ from lecture_utils.calculators.layout import (
     fraction_slider,
     log_slider,
     power_of_two_slider,
-    result_html,
+    refresh,
     result_text,
     show_calculator,
 )
@@ -80,17 +80,15 @@ def _result(params: float, tokens: float, gpus: int, card: str, precision: str, 
     return title, rows, ""
 
 
-def _update(calc: Calculator) -> None:
-    """Recompute from the controls' values; redraw the figure, or clear it when there is no estimate."""
-    v = {name: control.value for name, control in calc.controls.items()}
-    title, rows, message = _result(**v)
-    calc.result.value = result_html(title, rows, v, message)
-    if message:
-        calc.plot.outputs = ()
-        return
+def _draw(v: dict) -> dict:
+    """Days against GPU count and MFU, for the controls' values `v`."""
     peak = lookup_accelerator(v["card"]).peak(v["precision"])
     fig = draw_training_time(v["params"], v["tokens"], v["gpus"], peak, v["mfu"], max_gpus=2**MAX_GPUS_LOG2)
-    calc.plot.outputs = (figure_output(fig),)
+    return figure_output(fig)
+
+
+def _update(calc: Calculator) -> None:
+    refresh(calc, _result, _draw)
 
 
 def training_calculator(
