@@ -4,6 +4,7 @@ bf16, fp32 ("highest") and, on CUDA, TF32 ("high") matmuls of square sizes, each
 peak of the datasheet row it runs in. lecture_utils.matmul_reference records a run as JSON.
 """
 
+import textwrap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -201,5 +202,7 @@ def format_results(results: Sequence[MatmulResult]) -> str:
             f"{r.n:>6}  {r.dtype:9}{r.precision:5}{r.seconds * 1e3:>10.3f}  "
             f"{_si(r.flops_per_s, 'FLOP/s'):>14}  {peak:>17}{mark:<3}  {mfu_text:>6}"
         )
-    lines += [f"{'*' * (i + 1)} {source}" for i, source in enumerate(sources)]
+    for i, source in enumerate(sources):  # wrapped: a projector at 150% shows about 90 characters
+        mark = "*" * (i + 1)
+        lines.append(textwrap.fill(f"{mark} {source}", width=88, subsequent_indent=" " * (len(mark) + 1)))
     return "\n".join(lines)

@@ -128,6 +128,10 @@ def test_format_results_shows_every_row_and_peak_source(h100_bf16):
     assert "795.0 TFLOP/s" in table and "989.5 TFLOP/s*" in table and " 0.803" in table
     assert "est." not in table and "~" not in table  # a datasheet peak is not an estimate
     assert "* H100 SXM dense bf16" in table and "** no peak known" in table
+    source = "estimate: 2 cores x 4.15 GHz x 32 FLOP/cycle (AMD Zen 4: AVX-512 on 2 x 256-bit FMA pipes; boost assumed)"
+    long_source = format_results([replace(h100_bf16, peak_source=source)])
+    assert max(len(line) for line in long_source.splitlines()) <= 90  # legible on a projector
+    assert " ".join(long_source.split()).endswith(f"* {source}")  # wrapped, not cut
 
 
 def test_a_recorded_run_is_described_with_its_machine_and_settings(tmp_path, h100_bf16):
