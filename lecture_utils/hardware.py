@@ -114,6 +114,9 @@ _AMPERE = "NVIDIA Ampere GA102 GPU Architecture whitepaper v2, Appendix A, Table
 _ADA = "NVIDIA Ada GPU Architecture whitepaper v2.1, Appendix A, Table 2"
 _H100_NVL = _sparse_printed({"tf32": 835, "bf16": 1671, "fp16": 1671, "fp8": 3341}, fp32=60)
 _L4 = _sparse_printed({"tf32": 120, "bf16": 242, "fp16": 242, "fp8": 485}, fp32=30.3)
+# The DGX B200 datasheet gives 8-GPU totals (fp8, memory, bandwidth); bf16 is half of fp8, as in
+# NVIDIA's per-GPU HGX B200 table.
+_B200_SOURCE = "NVIDIA DGX B200 datasheet / 8; bf16 = fp8 / 2 as in the HGX B200 table (memory about 180 GB)"
 _B200 = {"bf16": 2250, "fp16": 2250, "fp8": 4500}, {"bf16": 4500, "fp16": 4500, "fp8": 9000}
 _T4 = {"fp32": 8.1, "fp16": 65}, {}
 
@@ -129,7 +132,7 @@ ACCELERATORS: dict[str, Accelerator] = {
     "a100-sxm-80gb": _card("A100 SXM 80GB", 80, 2039, _A100_SHEET, *_A100),
     "a100-pcie-40gb": _card("A100 PCIe 40GB", 40, 1555, f"{_A100_SHEET} (40 GB edition, A100 for PCIe column)", *_A100),
     "a100-pcie-80gb": _card("A100 PCIe 80GB", 80, 1935, f"{_A100_SHEET} (A100 80GB PCIe column)", *_A100),
-    "b200": _card("B200", 180, 8000, "NVIDIA DGX B200 datasheet, per GPU (memory about 180 GB)", *_B200),
+    "b200": _card("B200", 180, 8000, _B200_SOURCE, *_B200),
     "l40s": _card("L40S", 48, 864, "NVIDIA L40S datasheet", *_L40S),
     "l4": _card("L4", 24, 300, f"NVIDIA L4 Tensor Core GPU datasheet ({_SPARSE_ONLY})", *_L4),
     "a10": _card("A10", 24, 600, "NVIDIA A10 Tensor Core GPU datasheet", *_A10),

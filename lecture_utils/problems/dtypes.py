@@ -22,7 +22,7 @@ START, UPDATE, UPDATES = 1.0, 0.005, 1_000
 # 3: a tiny gradient in fp16
 GRADIENT = 1e-9
 # 5: a model's bf16 weights copied from host memory to the GPU
-COPY_PARAMS = 70e9
+COPY_PARAMS = 30e9  # 60 GB in bf16: it fits on one 80 GB H100
 
 
 def _embedding_mib() -> Worked:
@@ -134,7 +134,10 @@ PROBLEMS: dict[int, Problem] = {
         rel_tol=0.0,
         close_tol=0.0,
         mistakes=(
-            Mistake(lambda s: s * 2, "a value above half the smallest subnormal already rounds up to it."),
+            Mistake(
+                lambda s: s * 2,
+                "a cast rounds to the nearest fp16 number: a value need not reach the smallest one to survive.",
+            ),
             Mistake(
                 lambda _: 2.0 ** math.ceil(math.log2(torch.finfo(torch.float16).tiny / GRADIENT)),
                 "fp16 also stores numbers below its smallest normal one, as subnormals.",
@@ -152,7 +155,9 @@ PROBLEMS: dict[int, Problem] = {
         rel_tol=0.0,
         close_tol=0.02,
         units={"values": 1.0},
-        mistakes=(Mistake(lambda n: n + 2, "two of the patterns with sign 0 are not finite positive numbers."),),
+        mistakes=(
+            Mistake(lambda n: n + 2, "not every sign-0 pattern is a finite positive number: which are zero or NaN?"),
+        ),
     ),
     5: Problem(
         5,

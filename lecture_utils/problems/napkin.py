@@ -140,8 +140,9 @@ PROBLEMS: dict[int, Problem] = {
         3,
         "B200s for a deadline",
         f"How many B200 GPUs train the notebook's first run, a dense {B200_PARAMS / 1e9:.0f}B model on "
-        f"{B200_TOKENS / 1e12:.0f}T tokens, in {B200_DAYS} days at MFU {B200_MFU:.2f}? Take the dense bf16 peak from "
-        "`lecture_utils.hardware`. Answer with a whole number of GPUs.",
+        f"{B200_TOKENS / 1e12:.0f}T tokens, in {B200_DAYS} days at MFU {B200_MFU:.2f}? A B200's dense bf16 peak is "
+        f"{B200.peak('bf16') / 1e12:,.0f} TFLOP/s ({B200.peak('bf16', sparse=True) / 1e12:,.0f} with 2:4 sparsity). "
+        "Answer with a whole number of GPUs.",
         "GPUs",
         _b200s,
         "Write the days formula, solve it for the GPUs, and round the way that still meets the deadline.",

@@ -55,7 +55,9 @@ def _copies() -> Worked:
     steps, copies = [], set()
     for letter, code in CHOICES.items():
         result = eval(code, {"x": x})
-        if shares_storage(result, x):
+        if result is x:  # .contiguous() on a contiguous tensor has nothing to do
+            steps.append(f"({letter}) {code:32s} x itself: already contiguous, no new tensor")
+        elif shares_storage(result, x):
             steps.append(f"({letter}) {code:32s} a view: x's storage, stride {result.stride()}")
         else:
             copies.add(letter)
