@@ -40,6 +40,22 @@ def device_name(device: torch.device | str) -> str:
     return "cpu" if device_type(device) == "cpu" else torch.cuda.get_device_name(device)
 
 
+def has_fast_bf16(device: torch.device | str) -> bool:
+    """Whether bf16 matmuls run on hardware built for them on this device (notebook 04).
+
+    A CPU needs oneDNN's bf16 path (AVX512_BF16 or AMX, or AVX2-VNNI-2); without it, on CPUs with
+    AVX2 only, torch falls back to a plain loop: measured here with oneDNN held to AVX2
+    (ONEDNN_MAX_CPU_ISA=AVX2), a 512^3 bf16 matmul on one thread ran at 2.5 GFLOP/s against fp32's 90.
+    A GPU needs compute capability 8.0 (Ampere) or newer; older cards emulate bf16.
+    """
+    if device_type(device) == "cuda":
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    try:
+        return torch.backends.mkldnn.is_available() and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a build without oneDNN's bf16 query
+        return False
+
+
 @contextmanager
 def torch_threads(count: PositiveInt | None) -> Iterator[None]:
     """Run the block with `count` CPU threads (None: as they are), then restore torch's setting (notebook 08).

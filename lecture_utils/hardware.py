@@ -70,7 +70,8 @@ def _sparse_printed(sparse: dict, **cuda_cores: float) -> tuple[dict, dict]:
     return cuda_cores | {k: v / 2 for k, v in sparse.items()}, sparse
 
 
-# (dense, sparse) in TFLOP/s, shared by several rows.
+# (dense, sparse) in TFLOP/s, shared by several rows. The H100 datasheet prints TF32 with sparsity
+# only (989); its dense 494.7 is the H100 whitepaper's figure, whose sparse one is 989.4.
 _H100_SXM = (
     {"fp64": 34, "fp64_tensor": 67, "fp32": 67, "tf32": 494.7, "bf16": 989.5, "fp16": 989.5, "fp8": 1979},
     {"tf32": 989, "bf16": 1979, "fp16": 1979, "fp8": 3958},

@@ -1,7 +1,19 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
-from lecture_utils.device import device_name, per_device, pick_device, synchronize, torch_threads
+from lecture_utils.device import (
+    device_name,
+    has_fast_bf16,
+    per_device,
+    pick_device,
+    synchronize,
+    torch_threads,
+)
 
 
 def test_pick_device_matches_what_torch_sees():
@@ -30,3 +42,14 @@ def test_torch_threads_sets_the_count_and_restores_it_even_after_an_error():
     assert torch.get_num_threads() == before
     with torch_threads(None):
         assert torch.get_num_threads() == before
+
+
+def test_fast_bf16_follows_the_cpu_and_onednn():
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if "avx512_bf16" in flags or "amx_bf16" in flags:  # the instructions oneDNN's bf16 path uses
+        assert has_fast_bf16("cpu")
+    # oneDNN held to AVX2 (a fresh interpreter: the setting is read once) has no bf16 path on any CPU.
+    code = "from lecture_utils.device import has_fast_bf16; print(has_fast_bf16('cpu'))"
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "False", done.stderr

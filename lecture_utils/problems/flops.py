@@ -179,6 +179,8 @@ PROBLEMS: dict[int, Problem] = {
         "tokens",
         _h200_tokens,
         "Find the card's ridge in FLOP/byte, then the smallest T whose intensity 2Tdf / (bytes moved) reaches it.",
+        rel_tol=0.0,  # a whole number of tokens: one fewer is still below the ridge
+        close_tol=0.02,
         units={"T": 1.0},
         mistakes=(
             Mistake(

@@ -193,8 +193,9 @@ PROBLEMS: dict[int, Problem] = {
         5,
         "the peak of one step",
         f"A Cruncher with D = {PEAK_DIM}, L = {PEAK_LAYERS} trains in fp32 with AdamW on batches of B = {PEAK_BATCH:,}"
-        " (loss: the sum of its outputs). Its activations are B D L numbers. What is the peak of live bytes during "
-        "its second step (the optimizer state exists from the start)? Answer in MiB (2^20 bytes).",
+        " (loss: the sum of its outputs). Its activations are B D L numbers. Gradients are freed after each step "
+        "(`zero_grad(set_to_none=True)`). Counting parameters, gradients, optimizer state and activations (not "
+        "the input batch), what is the peak of live bytes during its second step? Answer in MiB (2^20 bytes).",
         "MiB",
         _step_peak,
         "What is held all step long? Then ask whether activations and gradients are ever alive in full together.",
