@@ -41,12 +41,13 @@ def device_name(device: torch.device | str) -> str:
 
 
 def has_fast_bf16(device: torch.device | str) -> bool:
-    """Whether bf16 matmuls run on hardware built for them on this device (notebook 04).
+    """Whether bf16 matmuls run in vector kernels on this device, not a scalar fallback (notebook 04).
 
-    A CPU needs oneDNN's bf16 path (AVX512_BF16 or AMX, or AVX2-VNNI-2); without it, on CPUs with
-    AVX2 only, torch falls back to a plain loop: measured here with oneDNN held to AVX2
-    (ONEDNN_MAX_CPU_ISA=AVX2), a 512^3 bf16 matmul on one thread ran at 2.5 GFLOP/s against fp32's 90.
-    A GPU needs compute capability 8.0 (Ampere) or newer; older cards emulate bf16.
+    A CPU needs a oneDNN bf16 kernel: native (AVX512_BF16, AMX, AVX2-VNNI-2) or AVX-512 emulating
+    bf16, which is slower than native but still vectorized. With AVX2 only, torch falls back to a
+    plain loop: measured here with oneDNN held to AVX2 (ONEDNN_MAX_CPU_ISA=AVX2), a 512^3 bf16
+    matmul on one thread ran at 2.5 GFLOP/s against fp32's 90. A GPU needs compute capability 8.0
+    (Ampere) or newer; older cards emulate bf16.
     """
     if device_type(device) == "cuda":
         return torch.cuda.is_bf16_supported(including_emulation=False)

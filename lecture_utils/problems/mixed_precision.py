@@ -165,9 +165,9 @@ PROBLEMS: dict[int, Problem] = {
         "updates a bf16 matrix drops",
         f"A weight matrix trained in pure bf16 (no fp32 master copy) holds values spread normally around 0 with "
         f"standard deviation {WEIGHT_STD:g}. An AdamW step without weight decay moves each weight up or down "
-        f"by lr = {LR:g} (on Adam's first step essentially that: m / (sqrt(v) + eps) is +1 or -1 to within "
-        "eps), and the sum is rounded to bf16. What percentage of the weights does the step leave unchanged? "
-        "Answer in percent.",
+        f"by lr = {LR:g} (on Adam's first step, bias-corrected m / (sqrt(v) + eps) = g / (|g| + eps): +1 or "
+        "-1 unless |g| is near eps), and the sum is rounded to bf16. What percentage of the weights does "
+        "the step leave unchanged? Answer in percent.",
         "percent",
         _frozen_percent,
         "Find the smallest |w| where lr is under half of bf16's gap, then the normal share beyond it, both sides.",
