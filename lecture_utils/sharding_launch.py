@@ -231,10 +231,10 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     code = main()
     if "RANK" in os.environ:
-        # The work is done and printed. Under torchrun, a C++ thread of gloo's can outlive the group (most
-        # likely because FSDP2's device mesh still holds it), and the interpreter's teardown then sometimes aborts with
-        # "terminate called without an active exception" (1 run in 12 on a loaded two-core machine).
-        # Skip that teardown, as a forked rank does.
+        # The work is done and printed. Under torchrun a C++ thread of gloo's can outlive the group
+        # (most likely because FSDP2's device mesh still holds it), and the interpreter's teardown
+        # then sometimes aborts with "terminate called without an active exception" (1 run in 12 on
+        # a loaded two-core machine). Skip that teardown, as a forked rank does.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
