@@ -37,13 +37,15 @@ require_browser()
 
 CELLS = [
     "The calculators, each starting from its notebook's question.",
-    "from lecture_utils.calculators.memory import show_memory_calculator\n"
-    "from lecture_utils.calculators.roofline import show_roofline_calculator\n"
-    "from lecture_utils.calculators.training_time import show_training_calculator",
-    "show_training_calculator()",
+    "from lecture_utils.calculators.layout import show_calculator\n"
+    "from lecture_utils.calculators.memory import memory_calculator\n"
+    "from lecture_utils.calculators.roofline import roofline_calculator\n"
+    "from lecture_utils.calculators.training_time import training_calculator",
+    "show_calculator(training_calculator())",
     # notebook 09's fp32 runs of its 7,312-parameter model, as bytes per rank
-    "show_memory_calculator(measured={('ddp', 2): 16 * 7312, ('fsdp2', 8): 2 * 7312}, measured_params=7312)",
-    "show_roofline_calculator()",
+    "measured = {('ddp', 2): 16 * 7312, ('fsdp2', 8): 2 * 7312}\n"
+    "show_calculator(memory_calculator(measured=measured, measured_params=7312))",
+    "show_calculator(roofline_calculator())",
 ]
 
 OPEN_AND_RUN_ALL = opening_notebook("""

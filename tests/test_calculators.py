@@ -11,10 +11,16 @@ import matplotlib.pyplot as plt
 import pytest
 
 from lecture_utils.accounting import RECIPES
-from lecture_utils.calculators.layout import MAX_WIDTH_PX, WIDGET_FALLBACK, count_label, power_of_two_slider
-from lecture_utils.calculators.memory import memory_calculator, memory_per_gpu, show_memory_calculator
-from lecture_utils.calculators.roofline import roofline_calculator, roofline_point, show_roofline_calculator
-from lecture_utils.calculators.training_time import show_training_calculator, training_calculator, training_estimate
+from lecture_utils.calculators.layout import (
+    MAX_WIDTH_PX,
+    WIDGET_FALLBACK,
+    count_label,
+    power_of_two_slider,
+    show_calculator,
+)
+from lecture_utils.calculators.memory import memory_calculator, memory_per_gpu
+from lecture_utils.calculators.roofline import roofline_calculator, roofline_point
+from lecture_utils.calculators.training_time import training_calculator, training_estimate
 from lecture_utils.figures.calculators import draw_memory, draw_roofline_point, draw_training_time
 from lecture_utils.figures.style import STORED_DPI, too_small_texts
 from lecture_utils.napkin import training_days, training_flops
@@ -257,9 +263,9 @@ def test_roofline_figure_puts_the_matmul_where_roofline_point_does(m):
 
 
 def test_show_prints_the_result_then_a_fixed_fallback(capsys):
-    show_training_calculator()
-    show_memory_calculator(measured={("ddp", 2): 16 * 7312.0}, measured_params=7312)
-    show_roofline_calculator(card="b200", dtype="fp32")
+    show_calculator(training_calculator())
+    show_calculator(memory_calculator(measured={("ddp", 2): 16 * 7312.0}, measured_params=7312))
+    show_calculator(roofline_calculator(card="b200", dtype="fp32"))
     out = capsys.readouterr().out
     assert "training time                  143.9 days" in out
     assert "largest model that fits  40B params" in out

@@ -5,7 +5,6 @@ memory (notebook 09): parameters, recipe, ZeRO stage, GPUs, card memory -> bytes
 roofline (notebook 04): one matmul shape, card, dtype -> intensity, attainable FLOP/s, the bound.
 
 Each has a pure function computed by the package's tested helpers (the numbers the cells above it
-print), a widget that calls it whenever a control moves, and a `show_*` function that prints the
-result for its defaults as plain text before showing the widget, for readers where widgets do
-not run.
+print) and a widget that calls it whenever a control moves. `layout.show_calculator` prints the
+widget's starting result as plain text before showing it, for readers where widgets do not run.
 """

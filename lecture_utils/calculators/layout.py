@@ -60,6 +60,11 @@ class Calculator:
     controls: dict[str, widgets.Widget]
     result: widgets.HTML
     plot: widgets.Output
+    describe: Callable[[dict[str, object]], str]  # the controls' values -> the result as plain text
+
+    def values(self) -> dict[str, object]:
+        """Each control's current value, by name."""
+        return {name: control.value for name, control in self.controls.items()}
 
 
 def result_html(
@@ -146,12 +151,14 @@ def build_calculator(
     name: str,
     controls: dict[str, widgets.Widget],
     update: Callable[[Calculator], None],
+    describe: Callable[[dict[str, object]], str],
     helpers: Sequence[str] = (),
 ) -> Calculator:
     """Lay out controls beside the result, the figure below, and recompute on every change (notebooks 00, 04, 09).
 
-    `helpers` name controls that only set other controls (a card that fills in its memory): they are
-    shown but not observed, so one choice recomputes once.
+    `describe(values)` gives the result as plain text, what show_calculator prints. `helpers` name
+    controls that only set other controls (a card that fills in its memory): they are shown but not
+    observed, so one choice recomputes once.
     """
     result = widgets.HTML(layout=widgets.Layout(width=f"{MAX_WIDTH_PX - CONTROL_WIDTH_PX - 20}px"))
     plot = widgets.Output(layout=widgets.Layout(max_width=f"{MAX_WIDTH_PX}px"))
@@ -160,7 +167,7 @@ def build_calculator(
     box = widgets.VBox([widgets.HTML(_CSS), top, plot])
     box.add_class("calc-root")
     box.add_class(f"calc-{name}")
-    calculator = Calculator(box, controls, result, plot)
+    calculator = Calculator(box, controls, result, plot, describe)
     for key, control in controls.items():
         if key in helpers:
             continue
@@ -176,20 +183,20 @@ def refresh(calc: Calculator, result: Callable[..., tuple], draw: Callable[[dict
     leaves no figure. `draw(values)` gives the figure's output, lecture_utils.figures.calculators'
     figure_output.
     """
-    values = {name: control.value for name, control in calc.controls.items()}
+    values = calc.values()
     title, rows, message = result(**values)
     calc.result.value = result_html(title, rows, values, message)
     calc.plot.outputs = () if message else (draw(values),)
 
 
-def show_calculator(calculator: Calculator, static_text: str) -> None:
-    """Print the result for the defaults, then show the live widget (notebooks 00, 04, 09).
+def show_calculator(calculator: Calculator) -> None:
+    """Print the result for the controls' starting values, then show the live widget (notebooks 00, 04, 09).
 
     The printed text is what a reader sees where widgets do not run, and it is the same on every
     run. The widget's own output carries a model id that changes every run; its plain-text
     alternative is replaced by a fixed sentence, so the stored output stays the same too.
     """
-    print(static_text)
+    print(calculator.describe(calculator.values()))
     bundle = calculator.box._repr_mimebundle_()
     bundle["text/plain"] = WIDGET_FALLBACK
     display(bundle, raw=True)

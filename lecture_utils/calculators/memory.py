@@ -20,7 +20,6 @@ from lecture_utils.calculators.layout import (
     power_of_two_slider,
     result_html,
     result_text,
-    show_calculator,
 )
 from lecture_utils.checks import PositiveFloat, PositiveInt
 from lecture_utils.figures.calculators import Measured, draw_memory, figure_output
@@ -81,6 +80,15 @@ def _result(params: float, recipe: str, stage: int, gpus: int, memory_gb: float)
     return title, rows
 
 
+def _inputs(values: dict) -> dict:
+    """What the result depends on: the card only fills in its memory."""
+    return {name: values[name] for name in ("params", "recipe", "stage", "gpus", "memory_gb")}
+
+
+def _describe(values: dict) -> str:
+    return result_text(*_result(**_inputs(values)), note=NOTE)
+
+
 def memory_calculator(
     params: PositiveFloat = 40e9,
     recipe: str = "fp32",
@@ -125,7 +133,7 @@ def memory_calculator(
             controls["card"].value = None
 
     def update(calc: Calculator) -> None:
-        v = {name: calc.controls[name].value for name in ("params", "recipe", "stage", "gpus", "memory_gb")}
+        v = _inputs(calc.values())
         calc.result.value = result_html(*_result(**v), v, note=NOTE)
         marks = measured if v["recipe"] == measured_recipe else {}
         fig = draw_memory(
@@ -136,27 +144,4 @@ def memory_calculator(
 
     controls["card"].observe(fill_memory, names="value")
     memory_gb.observe(forget_card, names="value")
-    return build_calculator("memory", controls, update, helpers=("card",))
-
-
-def show_memory_calculator(
-    params: PositiveFloat = 40e9,
-    recipe: str = "fp32",
-    stage: Stage = 3,
-    gpus: PositiveInt = 8,
-    card: str = "h100-sxm",
-    *,
-    measured: Measured | None = None,
-    measured_params: PositiveInt = 1,
-    measured_recipe: str = "fp32",
-) -> None:
-    """Print bytes per GPU for these inputs, then show the widget that starts from them (notebook 09).
-
-    `measured`, `measured_params` and `measured_recipe` are memory_calculator's.
-    """
-    calc = memory_calculator(
-        params, recipe, stage, gpus, card,
-        measured=measured, measured_params=measured_params, measured_recipe=measured_recipe,
-    )  # fmt: skip
-    title, rows = _result(params, recipe, stage, gpus, ACCELERATORS[card].memory_bytes / 1e9)
-    show_calculator(calc, result_text(title, rows, note=NOTE))
+    return build_calculator("memory", controls, update, _describe, helpers=("card",))

@@ -20,7 +20,6 @@ from lecture_utils.calculators.layout import (
     power_of_two_slider,
     refresh,
     result_text,
-    show_calculator,
 )
 from lecture_utils.checks import PositiveInt
 from lecture_utils.figures.calculators import draw_roofline_point, figure_output
@@ -114,6 +113,10 @@ def _update(calc: Calculator) -> None:
     refresh(calc, _result, _draw)
 
 
+def _describe(v: dict) -> str:
+    return result_text(*_result(**v))
+
+
 def roofline_calculator(
     m: PositiveInt = 4096, n: PositiveInt = 4096, p: PositiveInt = 4096, card: str = "h100-sxm", dtype: str = "bf16"
 ) -> Calculator:
@@ -128,12 +131,4 @@ def roofline_calculator(
         "card": dropdown("card", [(acc.name, key) for key, acc in ACCELERATORS.items()], card),
         "dtype": dropdown("dtype", [(name, name) for name in MATMUL_DTYPES], dtype),
     }
-    return build_calculator("roofline", controls, _update)
-
-
-def show_roofline_calculator(
-    m: PositiveInt = 4096, n: PositiveInt = 4096, p: PositiveInt = 4096, card: str = "h100-sxm", dtype: str = "bf16"
-) -> None:
-    """Print where this matmul sits on the roofline, then show the widget that starts from it (notebook 04)."""
-    calc = roofline_calculator(m, n, p, card, dtype)
-    show_calculator(calc, result_text(*_result(m, n, p, card, dtype)))
+    return build_calculator("roofline", controls, _update, _describe)

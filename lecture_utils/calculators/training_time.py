@@ -18,7 +18,6 @@ from lecture_utils.calculators.layout import (
     power_of_two_slider,
     refresh,
     result_text,
-    show_calculator,
 )
 from lecture_utils.checks import Fraction, PositiveFloat, PositiveInt
 from lecture_utils.figures.calculators import draw_training_time, figure_output
@@ -91,6 +90,10 @@ def _update(calc: Calculator) -> None:
     refresh(calc, _result, _draw)
 
 
+def _describe(v: dict) -> str:
+    return result_text(*_result(**v))
+
+
 def training_calculator(
     params: PositiveFloat = 70e9,
     tokens: PositiveFloat = 15e12,
@@ -108,17 +111,4 @@ def training_calculator(
         "precision": dropdown("dtype (peak row)", [(p, p) for p in TRAINING_PRECISIONS], precision),
         "mfu": fraction_slider("MFU", mfu),
     }
-    return build_calculator("training", controls, _update)
-
-
-def show_training_calculator(
-    params: PositiveFloat = 70e9,
-    tokens: PositiveFloat = 15e12,
-    gpus: PositiveInt = 1024,
-    card: str = "h100-sxm",
-    precision: Precision = "bf16",
-    mfu: Fraction = 0.5,
-) -> None:
-    """Print the estimate for these inputs, then show the widget that starts from them (notebook 00)."""
-    calc = training_calculator(params, tokens, gpus, card, precision, mfu)
-    show_calculator(calc, result_text(*_result(params, tokens, gpus, card, precision, mfu)))
+    return build_calculator("training", controls, _update, _describe)
