@@ -127,11 +127,11 @@ def read_max_khz() -> float | None:
     return float(path.read_text()) if path.exists() else None
 
 
-def implied_clock_hz(flops_per_s: PositiveFloat, dtype: torch.dtype, cores: PositiveInt) -> float:
-    """The clock `cores` cores of this CPU must at least run at to do `flops_per_s` in `dtype` (notebook 04).
+def implied_clock_hz(flops_per_s: PositiveFloat, dtype: torch.dtype, cores: PositiveInt, info: CpuInfo) -> float:
+    """The clock `cores` cores of the CPU `info` describes must run at to do `flops_per_s` in `dtype` (notebook 04).
 
     A figure above any clock the core reaches means the FLOP/cycle assumed is too low, or more
     cores were busy than counted.
     """
-    per_cycle, _ = flops_per_cycle(dtype, read_cpuinfo())
+    per_cycle, _ = flops_per_cycle(dtype, info)
     return flops_per_s / (cores * per_cycle)

@@ -11,25 +11,13 @@ from jaxtyping import Float
 from torch import nn
 
 from lecture_utils.checks import NonNegativeInt, PositiveFloat, PositiveInt
-from lecture_utils.nn_basics import Linear
+from lecture_utils.nn_basics import Linear, truncated_normal_
 
 
 def truncated_normal_std(cut: PositiveFloat) -> float:
     """Std of N(0, 1) kept to |z| <= cut: sqrt(1 - 2 c phi(c) / (2 Phi(c) - 1)), 0.9866 for c = 3 (notebook 06)."""
     phi = math.exp(-cut * cut / 2) / math.sqrt(2 * math.pi)
     return math.sqrt(1 - 2 * cut * phi / math.erf(cut / math.sqrt(2)))
-
-
-def _truncated_normal(
-    shape: tuple[int, ...], std: PositiveFloat, generator: torch.Generator, cut: PositiveFloat = 3.0
-) -> Float[torch.Tensor, "..."]:
-    """N(0, std^2) kept to +-cut std by redrawing the values outside, every draw from `generator`."""
-    weight = torch.empty(shape).normal_(0.0, std, generator=generator)
-    outside = weight.abs() > cut * std
-    while outside.any():
-        weight[outside] = torch.empty(int(outside.sum())).normal_(0.0, std, generator=generator)
-        outside = weight.abs() > cut * std
-    return weight
 
 
 class Cruncher(nn.Module):
@@ -51,10 +39,9 @@ class Cruncher(nn.Module):
             self.layers = nn.ModuleList(Linear(dim, dim, device=on) for _ in range(num_layers))
             self.head = Linear(dim, 1, device=on)
         if generator is not None:
-            with torch.no_grad():
-                for layer in (*self.layers, self.head):
-                    std = math.sqrt(2 / (layer.in_features + layer.out_features))
-                    layer.weight.copy_(_truncated_normal(tuple(layer.weight.shape), std, generator))
+            for layer in (*self.layers, self.head):  # Linear's std, from the generator
+                std = math.sqrt(2 / (layer.in_features + layer.out_features))
+                truncated_normal_(layer.weight, std, generator=generator)
 
     def forward(self, x: Float[torch.Tensor, "batch dim"]) -> Float[torch.Tensor, " batch"]:
         for layer in self.layers:

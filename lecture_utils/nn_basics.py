@@ -51,18 +51,21 @@ class Linear(nn.Module):
 
 
 @torch.no_grad()
-def truncated_normal_(tensor: Tensor, std: float, cut: float = 3.0) -> Tensor:
+def truncated_normal_(
+    tensor: Tensor, std: float, cut: float = 3.0, *, generator: torch.Generator | None = None
+) -> Tensor:
     """Fill `tensor` in place with N(0, std^2) kept to [-cut std, cut std] by redrawing the values outside.
 
     Rejection keeps the shape of the normal inside the cut; about 0.27% of draws fall outside
-    +-3 std, so the loop ends after two or three passes (notebook 06).
+    +-3 std, so the loop ends after two or three passes (notebook 06). Every draw comes from
+    `generator` when one is given, else from torch's global stream.
     """
     if not (std > 0 and cut > 0):  # with either at 0 or below, no draw would ever be kept: the loop would not end
         raise ValueError(f"std and cut must be positive, got std={std}, cut={cut}")
-    tensor.normal_(0.0, std)
+    tensor.normal_(0.0, std, generator=generator)
     outside = tensor.abs() > cut * std
     while outside.any():
-        tensor[outside] = torch.empty_like(tensor[outside]).normal_(0.0, std)
+        tensor[outside] = torch.empty_like(tensor[outside]).normal_(0.0, std, generator=generator)
         outside = tensor.abs() > cut * std
     return tensor
 

@@ -81,12 +81,15 @@ def time_adds(
         raise ValueError("time_adds needs at least one size")
     generator = torch.Generator(device=device).manual_seed(0)
     tensors = [
-        [torch.rand(n, generator=generator, device=device) for _ in range(3)]  # x, y, out
+        [torch.rand(n, generator=generator, device=device, dtype=torch.float32) for _ in range(3)]  # x, y, out
         for n in numels
     ]
     calls = [lambda x=x, y=y, out=out: torch.add(x, y, out=out) for x, y, out in tensors]
     seconds = _best_of_rounds(calls, device, rounds, min_trial_s)
-    return [MeasuredKernel("add", "fp32", n, n, 3 * 4 * n, s) for n, s in zip(numels, seconds, strict=True)]
+    return [
+        MeasuredKernel("add", "fp32", n, n, sum(t.nbytes for t in three), s)
+        for n, three, s in zip(numels, tensors, seconds, strict=True)
+    ]
 
 
 def time_matvec(
@@ -99,11 +102,12 @@ def time_matvec(
     """
     device = torch.device(device)
     generator = torch.Generator(device=device).manual_seed(0)
-    matrix = torch.rand(n, n, generator=generator, device=device)
-    vector = torch.rand(n, generator=generator, device=device)
-    out = torch.empty(n, device=device)
+    matrix = torch.rand(n, n, generator=generator, device=device, dtype=torch.float32)
+    vector = torch.rand(n, generator=generator, device=device, dtype=torch.float32)
+    out = torch.empty(n, device=device, dtype=torch.float32)
     (seconds,) = _best_of_rounds([lambda: torch.mv(matrix, vector, out=out)], device, rounds, min_trial_s)
-    return MeasuredKernel("matvec", "fp32", n, 2 * n * n, 4 * (n * n + 2 * n), seconds)
+    shapes = (n, n), (n, 1)  # a vector is an (n x 1) matrix: the same FLOPs and bytes
+    return MeasuredKernel("matvec", "fp32", n, matmul_flops(*shapes), matmul_bytes(*shapes, torch.float32), seconds)
 
 
 def time_token_matmuls(

@@ -11,6 +11,7 @@ byte for byte. FSDP2 runs three ways here (FSDP2_SETTINGS): ZeRO-3, the default;
 each layer's gathered parameters from its forward to its backward; ZeRO-3 gathering in bf16.
 """
 
+import itertools
 import math
 from typing import Literal
 
@@ -88,12 +89,16 @@ def predicted_gathered_bytes(model: nn.Module, approach: Approach) -> list[int]:
     if approach not in FSDP2_SETTINGS:
         return []
     reshard, dtype = FSDP2_SETTINGS[approach]
-    layers = [sum(p.numel() for p in layer.parameters()) * dtype.itemsize for layer in model.children()]
-    layers = [n for n in layers if n]  # layers without parameters are not sharded: nothing to gather
+    layers = [sum(p.numel() for p in layer.parameters()) * dtype.itemsize for layer in sharded_layers(model)]
     if reshard:
         return [*layers, 0]
-    alive = [sum(layers[: i + 1]) for i in range(len(layers))]
+    alive = list(itertools.accumulate(layers))
     return [*alive, alive[-1]]
+
+
+def sharded_layers(model: nn.Module) -> list[nn.Module]:
+    """The layers that hold parameters: FSDP2 shards each on its own, so it gathers one at a time (notebook 09)."""
+    return [layer for layer in model.children() if any(True for _ in layer.parameters())]
 
 
 def make_model() -> nn.Sequential:
@@ -122,6 +127,17 @@ def make_batch(rows: PositiveInt = 16) -> tuple[Float[torch.Tensor, "rows 32"], 
     """One fixed global batch, drawn on the CPU from its own generator so every rank draws the same (notebook 09)."""
     gen = torch.Generator().manual_seed(1)
     return torch.randn(rows, 32, generator=gen), torch.randn(rows, 16, generator=gen)
+
+
+def rank_batch(
+    rank: NonNegativeInt, world_size: PositiveInt
+) -> tuple[Float[torch.Tensor, "rows 32"], Float[torch.Tensor, "rows 16"]]:
+    """This rank's rows of make_batch(): the ranks split one global batch evenly (notebook 09)."""
+    x, y = make_batch()
+    rows, left = divmod(x.shape[0], world_size)
+    if left:
+        raise ValueError(f"the batch of {x.shape[0]} rows does not split over {world_size} ranks")
+    return x[rank * rows : (rank + 1) * rows], y[rank * rows : (rank + 1) * rows]
 
 
 def trainable_parameters(model: nn.Module) -> list[nn.Parameter]:

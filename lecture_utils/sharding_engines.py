@@ -27,15 +27,10 @@ with warnings.catch_warnings():
 
 from lecture_utils.checks import NonNegativeInt, PositiveInt
 from lecture_utils.memory import tensor_bytes
-from lecture_utils.sharding import FSDP2_SETTINGS, Approach, make_batch, make_model
+from lecture_utils.sharding import FSDP2_SETTINGS, Approach, make_batch, make_model, rank_batch, sharded_layers
 from lecture_utils.step_memory import StepTimeline, track_step
 
 LR = 1e-2
-
-
-def _sharded_layers(model: nn.Module) -> list[nn.Module]:
-    """The model's layers that hold parameters: FSDP2 shards each on its own, so it gathers one at a time."""
-    return [layer for layer in model.children() if any(True for _ in layer.parameters())]
 
 
 def wrap(model: nn.Module, approach: Approach, device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer]:
@@ -49,7 +44,7 @@ def wrap(model: nn.Module, approach: Approach, device: torch.device) -> tuple[nn
         # Compute in `dtype`; reduce the gradients and return the output in fp32 (no-ops for fp32).
         policy = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32, output_dtype=torch.float32)
         mesh = DeviceMesh.from_group(dist.group.WORLD, device.type)  # one axis: all ranks shard
-        for layer in _sharded_layers(model):
+        for layer in sharded_layers(model):
             fully_shard(layer, mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
         fully_shard(model, mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
         return model, torch.optim.AdamW(model.parameters(), lr=LR)
@@ -93,7 +88,7 @@ def watch_gathered(model: nn.Module, log: list[int]) -> None:
     def record(*_hook_args: object) -> None:
         log.append(gathered_bytes(model))
 
-    for layer in _sharded_layers(model):
+    for layer in sharded_layers(model):
         layer.register_forward_pre_hook(record)
     model.register_forward_hook(record)
 
@@ -134,11 +129,8 @@ def track_rank_step(
     step but the first. The tensor count (step_memory.track_step) sees FSDP2's shards, not the full
     weights it gathers for the layer computing, nor DDP's gradient buckets beyond the .grad views.
     """
-    rows, left = divmod(make_batch()[0].shape[0], world_size)
-    if left:
-        raise ValueError(f"the batch of {rows * world_size + left} rows does not split over {world_size} ranks")
     torch.manual_seed(0)
-    x, y = (t[rank * rows : (rank + 1) * rows] for t in make_batch())
+    x, y = rank_batch(rank, world_size)
     wrapped, optimizer = wrap(make_model(), approach, torch.device("cpu"))
 
     def loss_fn() -> torch.Tensor:

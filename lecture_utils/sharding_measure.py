@@ -30,6 +30,7 @@ from lecture_utils.sharding import (
     predicted_rank_bytes,
     predicted_step_counter_bytes,
     predicted_traffic,
+    rank_batch,
     ring_bytes_sent,
 )
 from lecture_utils.sharding_engines import LR, local_optimizer, watch_gathered, wrap
@@ -119,9 +120,7 @@ def train_rank(
     device = device or torch.device("cpu")
     torch.manual_seed(0)
     model = make_model().to(device)
-    x, y = (t.to(device) for t in make_batch())
-    rows = x.shape[0] // world_size  # each rank trains on its own slice of the same global batch
-    x, y = x[rank * rows : (rank + 1) * rows], y[rank * rows : (rank + 1) * rows]
+    x, y = (t.to(device) for t in rank_batch(rank, world_size))
     log: list[tuple[str, int]] = []
     refs: list[StorageWeakRef] = []
     wrapped, optimizer = wrap(model, approach, device)
