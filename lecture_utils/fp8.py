@@ -62,12 +62,12 @@ def cast_fp8(
     if not (scale > 0).all() or not torch.isfinite(scale).all():
         raise ValueError("every scale must be positive and finite: x is divided by it")
     fmax = torch.finfo(dtype).max
-    # Clip explicitly: e4m3fn has no inf, and torch releases before 2.12 cast out-of-range values to NaN.
+    # Clip explicitly: e4m3fn has no inf, and before 2.12 torch's CPU cast gave NaN past 448 + half a step.
     return (x.float() / scale).clamp(-fmax, fmax).to(dtype)
 
 
-def dequantize_fp8(q: Fp8[Tensor, "*shape"], scale: Float[Tensor, ""]) -> Float[Tensor, "*shape"]:
-    """Back to fp32: q.float() * scale (notebook 08)."""
+def dequantize_fp8(q: Fp8[Tensor, "*shape"], scale: Float[Tensor, "..."]) -> Float[Tensor, "*shape"]:
+    """Back to fp32: q.float() * scale, a scale that broadcasts over q, as cast_fp8's (notebook 08)."""
     return q.float() * scale
 
 
@@ -116,4 +116,5 @@ def dequantize_fp8_blocks(q: Fp8[Tensor, "m n"], scales: Float[Tensor, "mb nb"])
     (m, n), (mb, nb) = q.shape, scales.shape
     if m % mb or n % nb:
         raise ValueError(f"a {mb} x {nb} grid of scales does not tile q of shape {(m, n)} into equal blocks")
-    return q.float() * scales.repeat_interleave(m // mb, dim=0).repeat_interleave(n // nb, dim=1)
+    tiles = q.reshape(mb, m // mb, nb, n // nb)  # (block row, row, block col, col), as quantize_fp8_blocks
+    return dequantize_fp8(tiles, scales[:, None, :, None]).reshape(m, n)
