@@ -50,7 +50,7 @@ restore:
 # unit tests' CUDA paths, then the matmul benchmark for this card.
 gpu: setup
 	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'make gpu needs a CUDA GPU and a CUDA build of torch')"
-	$(BIN)/python tools/execute_notebooks.py --limit 30
+	$(BIN)/python tools/execute_notebooks.py --limit 30 --total 300
 	LECTURE_TEST_CUDA=1 $(BIN)/python -m pytest tests --ignore-glob='tests/test_browser*.py' --ignore=tests/test_lab.py
 	$(BIN)/python -m lecture_utils.matmul_reference --out $(RECORD)
 	@echo "matmul record: $(RECORD) (copy it to notebooks/data/matmul_reference_h100.json on an H100 SXM, then make outputs)"

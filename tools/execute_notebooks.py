@@ -88,21 +88,29 @@ def main() -> int:
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook in notebooks/")
     parser.add_argument("--write", action="store_true", help="rewrite each notebook with its fresh outputs")
     parser.add_argument("--slow", type=float, default=1.0, help="list cells slower than this (seconds)")
-    parser.add_argument("--limit", type=float, default=5.0, help="fail if any cell is slower (seconds)")
+    # A live room waits for each cell: 3 s at most, except the first, which imports torch and the package.
+    parser.add_argument("--limit", type=float, default=3.0, help="fail if a cell but the first is slower (s)")
+    parser.add_argument("--total", type=float, default=15.0, help="fail if a whole notebook is slower (s)")
     parser.add_argument("--timeout", type=int, default=120, help="per-cell kernel timeout (seconds)")
     args = parser.parse_args()
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     over_limit = []
     for path in paths:
         total, slow_cells = execute(path, args.write, args.slow, args.timeout)
-        print(f"{path.name:40s} {total:6.1f} s")
+        flag = "  OVER LIMIT" if total > args.total else ""
+        print(f"{path.name:40s} {total:6.1f} s{flag}")
+        if total > args.total:
+            over_limit.append((path.name, "whole notebook"))
         for count, seconds in slow_cells:
-            flag = "  OVER LIMIT" if seconds > args.limit else ""
-            print(f"    cell [{count}] {seconds:5.2f} s{flag}")
-            if seconds > args.limit:
+            over = seconds > args.limit and count != 1
+            print(f"    cell [{count}] {seconds:5.2f} s{'  OVER LIMIT' if over else ''}")
+            if over:
                 over_limit.append((path.name, count))
     if over_limit:
-        print(f"{len(over_limit)} cell(s) slower than {args.limit} s: {over_limit}")
+        # Rewriting outputs (often on a busy machine) reports slow cells but does not fail on them.
+        if args.write:
+            return 0
+        print(f"over the limits ({args.limit} s a cell after the first, {args.total} s a notebook): {over_limit}")
         return 1
     return 0
 
