@@ -57,3 +57,37 @@ def cruncher_num_parameters(dim: PositiveInt, num_layers: NonNegativeInt) -> int
 def cruncher_activation_numel(dim: PositiveInt, num_layers: NonNegativeInt, batch_size: PositiveInt) -> int:
     """Elements saved for backward besides the input batch: one (B, D) output per hidden layer, B D L (notebook 06)."""
     return batch_size * dim * num_layers
+
+
+class ReluBlock(nn.Module):
+    """The 2026 lecture's block: relu(x @ W), W of shape (D, D) drawn as randn / sqrt(D) (notebooks 05, 06).
+
+    The weight is stored (d_in, d_out) and applied as x @ W, as the lecture writes it. randn / sqrt(D)
+    keeps x @ W at the input's scale; the relu then zeroes half of it, so each block halves the mean
+    square (He et al. 2015 scale by sqrt(2 / D) to undo that; the lecture does not).
+    """
+
+    def __init__(self, dim: PositiveInt, *, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(dim, dim, generator=generator) / math.sqrt(dim))
+
+    def forward(self, x: Float[torch.Tensor, "... dim"]) -> Float[torch.Tensor, "... dim"]:
+        return torch.relu(x @ self.weight)
+
+
+class DeepNetwork(nn.Module):
+    """The 2026 lecture's deep network: num_layers ReluBlocks and no head, D^2 L parameters (notebooks 05, 06).
+
+    With a `generator`, every weight is drawn from it; without one, from torch's global stream.
+    """
+
+    def __init__(
+        self, dim: PositiveInt, num_layers: NonNegativeInt, *, generator: torch.Generator | None = None
+    ) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(ReluBlock(dim, generator=generator) for _ in range(num_layers))
+
+    def forward(self, x: Float[torch.Tensor, "batch dim"]) -> Float[torch.Tensor, "batch dim"]:
+        for layer in self.layers:
+            x = layer(x)  # (batch, dim): the relu's output, saved for backward by it and the next matmul
+        return x

@@ -103,9 +103,10 @@ def scaled_dot_product_attention(
     `#` marks axes that broadcast: the leading (batch, head) axes of Q, K, V and the mask, and the
     mask's own axes, so a causal (queries, keys) mask serves every batch and head. The scores are
     formed from Q and K taken to fp32 (at least), even when they are bf16: a score rounded to bf16
-    is off by up to |score| 2^-9, and exp turns that into a relative error of its weight that grows
-    with the logits (notebook 08 measures it). The softmax then runs on fp32 scores, and the result
-    is in the dtype of V. A query whose mask row is all False has no keys to average over: NaN.
+    is off by up to about |score| 2^-8 (half a step of bf16's 8-bit significand), and exp turns that
+    into a relative error of its weight that grows with the logits (notebook 08 measures it). The
+    softmax then runs on fp32 scores, and the result is in the dtype of V. A query whose mask row is
+    all False has no keys to average over: NaN.
     """
     if not Q.dtype == K.dtype == V.dtype:  # a rule between arguments: Float alone allows any float per argument
         raise TypeError(f"Q, K and V must share one floating-point dtype, got {Q.dtype}, {K.dtype}, {V.dtype}")

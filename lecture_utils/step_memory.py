@@ -109,14 +109,20 @@ def _address(t: torch.Tensor) -> int:
     return (t.to_local() if hasattr(t, "to_local") else t).untyped_storage().data_ptr()
 
 
-class _ActivationCounter:
-    """Live bytes of the storages autograd saved for backward, each storage counted once while any holder lives."""
+class ActivationCounter:
+    """Live bytes of the storages autograd saved for backward, each storage counted once while any holder lives.
+
+    Use its `pack` and `unpack` as torch.autograd.graph.saved_tensors_hooks (notebooks 05, 06). `live`
+    is the bytes held now, `peak` the most held at once since the counter was made. The model's
+    parameters and the `data` tensors are saved too, but exist anyway: they are never counted.
+    """
 
     def __init__(self, model: nn.Module, data: Sequence[torch.Tensor]) -> None:
         self.model, self.data = model, data
         self.excluded = self._there_anyway()
         self.holders: dict[int, int] = {}  # storage address -> holders alive
         self.live = 0
+        self.peak = 0
 
     def _there_anyway(self) -> set[int]:
         """Addresses of the parameters and the data: saved for backward too, but not activations."""
@@ -132,6 +138,7 @@ class _ActivationCounter:
             return tensor
         if not self.holders.get(key):
             self.live += storage.nbytes()
+            self.peak = max(self.peak, self.live)
         self.holders[key] = self.holders.get(key, 0) + 1
         holder = _Saved(tensor)
         weakref.finalize(holder, self._release, key, storage.nbytes())
@@ -167,7 +174,7 @@ def track_step(
     if not params:
         raise ValueError("the model has no parameters to account for")
     device = next(iter(params.values())).device
-    counter = _ActivationCounter(model, data)
+    counter = ActivationCounter(model, data)
     events: list[StepEvent] = []
     grad_order: list[str] = []
 

@@ -54,8 +54,9 @@ def causal_attention(
     """softmax(q k^T / sqrt(head_dim)) v under a causal mask, as two einsums FlopCounterMode sees (notebook 03).
 
     The scores are formed and soft-maxed in at least fp32 whatever the input dtype, as flash kernels
-    keep them: a score rounded to bf16 is off by up to |z| 2^-9, which exp turns into a relative
-    error of its weight that grows with the logits (notebook 08 measures it). Autocast would lower
+    keep them: a score rounded to bf16 is off by up to about |z| 2^-8 (half a step of bf16's 8-bit
+    significand), which exp turns into a relative error of its weight that grows with the logits
+    (notebook 08 measures it). Autocast would lower
     this matmul to bf16 even for fp32 inputs, so it is switched off for it. The weights are rounded
     back to the input dtype for the second matmul. lecture_utils.nn_basics.scaled_dot_product_attention
     is the assignment's version of the same idea: copyable on its own, with any mask and its own softmax.

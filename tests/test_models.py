@@ -8,6 +8,7 @@ import torch
 from lecture_utils.memory import saved_tensor_bytes
 from lecture_utils.models import (
     Cruncher,
+    DeepNetwork,
     cruncher_activation_numel,
     cruncher_num_parameters,
     truncated_normal_std,
@@ -86,3 +87,18 @@ def test_activation_count_equals_what_autograd_saves(dim, layers, batch):
     x = torch.randn(batch, dim)
     saved = saved_tensor_bytes(lambda: model(x).sum(), exclude=[*model.parameters(), x])
     assert saved == 4 * cruncher_activation_numel(dim, layers, batch)
+
+
+def test_the_2026_deep_network_has_d2_l_parameters_and_halves_the_mean_square_per_block():
+    dim, depth = 256, 6
+    net = DeepNetwork(dim, depth, generator=torch.Generator().manual_seed(0))
+    assert sum(p.numel() for p in net.parameters()) == dim * dim * depth
+    assert all(p.shape == (dim, dim) for p in net.parameters())
+    x = torch.randn(2048, dim, generator=torch.Generator().manual_seed(1))
+    first = net.layers[0]
+    torch.testing.assert_close(first(x), torch.relu(x @ first.weight))
+    # randn / sqrt(D) keeps x @ W's mean square at the input's; the relu keeps the positive half.
+    assert (x @ first.weight).square().mean().item() == pytest.approx(1, rel=0.05)
+    assert first(x).square().mean().item() == pytest.approx(0.5, rel=0.05)
+    # Deeper, the relu's outputs are not centred and the ratio per block wanders around 1/2.
+    assert 0.5 < net(x).square().mean().item() / 0.5**depth < 2

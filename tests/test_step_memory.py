@@ -24,7 +24,7 @@ from lecture_utils.models import Cruncher, cruncher_activation_numel, cruncher_n
 from lecture_utils.optim import SGD, AdaGrad, AdamW
 from lecture_utils.sharding import make_batch, make_model
 from lecture_utils.sharding_launch import run_ranks
-from lecture_utils.step_memory import StepEvent, StepTimeline, napkin_peak, track_step
+from lecture_utils.step_memory import ActivationCounter, StepEvent, StepTimeline, napkin_peak, track_step
 
 
 def cruncher_case(dim: int, layers: int, batch: int, optimizer=AdaGrad):
@@ -170,6 +170,18 @@ def test_autocast_bf16_roughly_halves_the_activations():
 
 
 @pytest.mark.usefixtures("one_thread")
+def test_the_counter_keeps_the_peak_and_returns_to_zero_after_the_backward():
+    model, x = Cruncher(16, 3, generator=torch.Generator().manual_seed(0)), torch.randn(4, 16)
+    counter = ActivationCounter(model, [x])
+    with torch.autograd.graph.saved_tensors_hooks(counter.pack, counter.unpack):
+        loss = model(x).sum()
+    saved = saved_tensor_bytes(lambda: model(x).sum(), exclude=[*model.parameters(), x])
+    assert counter.live == counter.peak == saved == 4 * cruncher_activation_numel(16, 3, 4)
+    loss.backward()
+    del loss
+    assert counter.live == 0 and counter.peak == saved
+
+
 def test_a_shared_layer_lands_its_gradient_once():
     layer = nn.Linear(8, 8, bias=False)
     model = nn.Sequential(layer, nn.ReLU(), layer)
