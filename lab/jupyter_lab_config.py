@@ -12,7 +12,11 @@ c.ServerApp.root_dir = str(ROOT)
 c.ServerApp.ip = "127.0.0.1"
 c.LabApp.default_url = "/lab/tree/notebooks"
 # overrides.json there turns autosave off, so running cells never rewrites the committed notes,
-# and the news prompt off, so nothing pops up in front of a class.
+# and the news prompt off, so nothing pops up in front of a class. The slides (jupyterlab-rise,
+# served at /rise/<path>) read the same settings: overrides.json also sets their look (no
+# transition, slide numbers, the notebook's "Click to add a cell" bar hidden). page_config.json
+# there disables jupyterlab-mathjax3, which RISE installs: it was built for JupyterLab 3, and the
+# lab's own MathJax 3 renders the math, in the lab and on the slides.
 c.LabApp.app_settings_dir = str(ROOT / "lab" / "settings")
 # Quiet log: the last line `make lab` prints is the URL with its token.
 c.Application.log_level = "WARN"

@@ -7,10 +7,12 @@ is skipped, unless REQUIRE_BROWSER_TEST=1 (set by .ci/run), where it fails inste
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from lab_server import Lab, running_lab
@@ -25,6 +27,33 @@ def require_browser() -> None:
         pytest.skip("needs chromium and chromedriver: `make browser` installs them (Debian)", allow_module_level=True)
 
 
+# The slide page (/rise/<path>) has no setting that exposes its app as the lab's page does, so the
+# tests add a lab extension of one plugin that does: a module-federation container written by hand
+# (what a built extension's remoteEntry.js provides: init, and get(module) -> factory), served from
+# a temporary folder that only the test's server knows.
+_HOOK_PACKAGE = {
+    "name": "lecture-test-hook",
+    "version": "0.1.0",
+    "jupyterlab": {"extension": True, "_build": {"load": "static/remoteEntry.js", "extension": "./extension"}},
+}
+_HOOK_ENTRY = """
+(window._JUPYTERLAB = window._JUPYTERLAB || {})['lecture-test-hook'] = {
+  init: () => Promise.resolve(),
+  get: () => Promise.resolve(() => ({
+    __esModule: true,
+    default: {id: 'lecture-test-hook:expose-app', autoStart: true, activate: app => { window.jupyterapp = app; }},
+  })),
+};
+"""
+
+
+def _write_hook(folder: Path) -> None:
+    """Write the extension that exposes the app as window.jupyterapp into the lab extensions folder `folder`."""
+    (folder / "lecture-test-hook" / "static").mkdir(parents=True)
+    (folder / "lecture-test-hook" / "package.json").write_text(json.dumps(_HOOK_PACKAGE))
+    (folder / "lecture-test-hook" / "static" / "remoteEntry.js").write_text(_HOOK_ENTRY)
+
+
 @contextlib.contextmanager
 def lab_in_chromium(
     *lab_args: str, script_timeout: float, window: tuple[int, int] = (1280, 800)
@@ -32,11 +61,21 @@ def lab_in_chromium(
     """(driver, lab): headless Chromium on JupyterLab's page, the app started; both stopped on exit.
 
     `lab_args` go to the server after the tests' only addition to `make lab`: the app object is
-    exposed as window.jupyterapp, so a test can drive it. The browser profile is temporary.
+    exposed as window.jupyterapp, on the lab's page and on the slides' page, so a test can drive
+    it. The browser profile is temporary.
     """
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+    with (
+        tempfile.TemporaryDirectory(prefix="chromium-") as profile,
+        tempfile.TemporaryDirectory(prefix="lab-hook-") as hook,
+    ):
+        _write_hook(Path(hook))
+        lab_args = (
+            f"--LabApp.extra_labextensions_path={hook}",
+            f"--RiseApp.extra_labextensions_path={hook}",
+            *lab_args,
+        )
         for flag in (
             "--headless=new",
             "--no-sandbox",

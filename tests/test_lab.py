@@ -60,3 +60,26 @@ def test_the_notebooks_carry_the_metadata_jupyterlab_writes_on_open():
     for path in NOTEBOOKS:
         kernelspec = nbformat.read(path, as_version=4).metadata.get("kernelspec", {})
         assert kernelspec.get("name") == "python3", f"{path.name}: opening it would mark it modified"
+
+
+def test_the_lab_serves_each_notebook_as_slides(lab):
+    # jupyterlab-rise's page: the slideshow of the notebook at that path, run live in this server
+    for path in NOTEBOOKS:
+        status, content_type, body = lab.get(f"rise/{path.relative_to(ROOT).as_posix()}")
+        assert status == 200 and content_type.startswith("text/html"), f"{path.name}: {status} {content_type}"
+        assert b"jupyter-config-data" in body
+
+
+def test_the_slides_read_this_labs_settings(lab):
+    status, _, body = lab.get("lab/api/settings/jupyterlab-rise:plugin")
+    assert status == 200, "jupyterlab-rise is not installed: `make setup` installs the lab extra"
+    properties = json.loads(body)["schema"]["properties"]
+    assert properties["transition"]["default"] == "none"
+    assert "jp-Notebook-footer" in properties["overlay"]["default"]
+
+
+def test_the_lab_leaves_the_jupyterlab_3_mathjax_extension_off(lab):
+    # RISE pulls in jupyterlab-mathjax3, built for JupyterLab 3; the lab's own MathJax 3 renders math
+    status, _, body = lab.get("lab")
+    assert status == 200
+    assert b'"disabledExtensions": ["@jupyterlab/mathjax3-extension"]' in body
