@@ -93,16 +93,27 @@ if (box.top < area.top - 1 || box.bottom > area.bottom + 1) {
 }
 const named = el => el.tagName.toLowerCase() + (el.className && typeof el.className === 'string'
   ? '.' + el.className.trim().split(/\\s+/).slice(0, 2).join('.') : '');
+// Content past the right edge: text (the extent of the text itself, not of its box, whose padding may
+// reach the edge harmlessly) and pictures or controls.
+const cut = [];
+const walker = document.createTreeWalker(slide, NodeFilter.SHOW_TEXT);
+const range = document.createRange();
+for (let node = walker.nextNode(); node && cut.length < 2; node = walker.nextNode()) {
+  if (!node.textContent.trim()) continue;
+  range.selectNodeContents(node);
+  const r = range.getBoundingClientRect();
+  if (r.width > 0 && r.right > area.right + 1) cut.push(`text ${JSON.stringify(node.textContent.trim().slice(0, 40))}`);
+}
+for (const el of slide.querySelectorAll('img, svg, canvas, input, select, .noUi-target')) {
+  const r = el.getBoundingClientRect();
+  if (r.width > 0 && r.right > area.right + 1 && cut.length < 3) cut.push(named(el));
+}
+for (const what of cut) problems.push(`${what} reaches past the slide's right edge`);
 let sideways = 0;
 for (const el of slide.querySelectorAll('*')) {
-  if (sideways >= 3) break;
-  const r = el.getBoundingClientRect();
-  if (r.width === 0 || r.height === 0) continue;
+  if (sideways >= 2) break;
   const style = getComputedStyle(el);
-  if (r.right > area.right + 1 && style.visibility !== 'hidden') {
-    problems.push(`${named(el)} reaches ${Math.round(r.right - area.right)} px past the slide's right edge`);
-    sideways++;
-  } else if (['auto', 'scroll'].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 1) {
+  if (['auto', 'scroll'].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0) {
     problems.push(`${named(el)} scrolls sideways (${el.scrollWidth} px in ${el.clientWidth})`);
     sideways++;
   }
