@@ -40,7 +40,7 @@ def test_pure_bf16_stalls_where_master_weights_keep_learning():
     assert runs["pure bf16"].lost_fraction[-1] == 1.0
     assert abs(runs["autocast bf16"].losses[-1] / runs["fp32"].losses[-1] - 1) < 0.02
     fig = plot_training_runs(runs)
-    assert len(fig.axes) == 3
+    assert len(fig.axes) == 2
     plt.close(fig)
 
 
@@ -57,9 +57,10 @@ def test_training_runs_figure_reads_on_a_projector():
     with plt.rc_context(STYLE):
         fig = plot_training_runs(runs)
     assert fig.get_figwidth() <= MAX_WIDTH_IN
+    assert fig.get_figheight() * STYLE["figure.dpi"] <= 600  # a slide's height at 150% zoom on a 1080p screen
     assert not too_small_texts(fig)
     columns = {round(ax.get_position().x0, 3) for ax in fig.axes}
-    assert len(columns) == 1, "panels side by side: stack them"
+    assert len(columns) <= 2, "more than two panels side by side: text too small to project"
     for ax in fig.axes:
         assert ax.get_xlabel() and ax.get_ylabel(), ax.get_title()
     plt.close(fig)

@@ -129,6 +129,9 @@ def _clipped_percent() -> Worked:
     return Worked(steps, 100 * share, f"{100 * share:.1f}% of the values")
 
 
+_POWER_OF_TWO = "GradScaler only halves its starting power of two, so every scale it tries is a power of two."
+# fp16's max / the spike is 5458.67, the scale that just fits: asked for a whole number, a student writes it so.
+_WHOLE_NUMBER_SPELLINGS = (math.floor, math.ceil, lambda v: round(v, 2))
 _BINADE = "the gap is the same across a binade (one power of two to the next): freezing starts where one does."
 _SPARSE = "that divides by the 2:4-sparse datasheet figure: a dense model gets half of it."
 _AS_FRACTION = "that is a fraction of one: the question asks for percent."
@@ -157,7 +160,10 @@ PROBLEMS: dict[int, Problem] = {
         mistakes=(
             Mistake(lambda s: s * 2, "at that scale the scaled gradient is still past fp16's largest value."),
             Mistake(lambda s: s / 2, "one halving too many: the first scale that fits is the one used."),
-            Mistake(lambda _: float_range(FP16).max / SPIKE_GRAD, "GradScaler's scale stays a power of two."),
+            *(
+                Mistake(lambda _, spell=spell: spell(float_range(FP16).max / SPIKE_GRAD), _POWER_OF_TWO)
+                for spell in _WHOLE_NUMBER_SPELLINGS
+            ),
         ),
     ),
     2: Problem(
@@ -184,8 +190,8 @@ PROBLEMS: dict[int, Problem] = {
         "Megatron's fp32 gradients on one GPU",
         "Megatron-LM can write each weight gradient straight into an fp32 buffer and keep no bf16 gradient, "
         "beside bf16 weights, an fp32 master copy and fp32 AdamW state. Leaving activations and temporary "
-        f"buffers out, what is the largest model one {NVL.name} ({NVL.memory_bytes / 1e9:.0f} GB) trains "
-        'this way, with no sharding? Answer in billions of parameters (40 or "40B").',
+        f"buffers out, what is the largest model one {NVL.name} ({NVL.memory_bytes / 1e9:.0f} GB, counting 1 GB as "
+        '1e9 bytes) trains this way, with no sharding? Answer in billions of parameters (40 or "40B").',
         "billions of parameters",
         _main_grad_largest,
         "Add up the bytes each parameter costs in this recipe, then divide the card's memory by them.",
@@ -194,7 +200,7 @@ PROBLEMS: dict[int, Problem] = {
             Mistake(lambda _: NVL.memory_bytes / 16 / 1e9, "that counts bf16 gradients: here they are fp32."),
             Mistake(lambda _: NVL.memory_bytes / 20 / 1e9, "that keeps a bf16 gradient too: here only fp32's."),
             Mistake(lambda _: NVL.memory_bytes / 14 / 1e9, "the fp32 master copy counts too."),
-            Mistake(lambda b: b * 2**30 / 1e9, "a datasheet GB is 1e9 bytes, not a GiB."),
+            Mistake(lambda b: b * 2**30 / 1e9, "the question counts a GB as 1e9 bytes, not as a GiB (2^30)."),
         ),
     ),
     4: Problem(
