@@ -33,42 +33,37 @@ def draw_host_to_gpu() -> Figure:
     """Host RAM -> PCIe -> GPU HBM -> compute, with the bandwidths of H100 SXM and PCIe Gen5 x16 (notebook 01)."""
     h100 = ACCELERATORS["h100-sxm"]
     hbm = h100.bandwidth_bytes_per_s
-    fig = plt.figure(figsize=(7, 7.4))
+    # 5.6 inches tall: the whole figure fits one projector screen at 150% zoom (about 600 CSS px).
+    fig = plt.figure(figsize=(7, 5.6))
     ax = fig.add_axes((0, 0, 1, 1))  # data coordinates are inches from the bottom left
     # The host on top, the GPU below, the PCIe link between: each label has the full width.
     ax.add_patch(
-        FancyBboxPatch((0.15, 5.35), 6.7, 1.9, boxstyle="round,pad=0.05", facecolor="#f2f2f2", edgecolor="#888888")
+        FancyBboxPatch((0.15, 4.0), 6.7, 1.5, boxstyle="round,pad=0.05", facecolor="#f2f2f2", edgecolor="#888888")
     )
-    ax.text(3.5, 6.95, "host (CPU, DDR RAM)", ha="center", fontsize=13, fontweight="bold")
-    _box(ax, (0.4, 5.55), 2.6, 1.0, "pageable memory\ntorch.randn(...)", "#ffffff")
-    _box(ax, (4.0, 5.55), 2.6, 1.0, "pinned memory\nx.pin_memory()", "#fde3b5")
-    _arrow(ax, (3.05, 6.05), (3.95, 6.05), 1.5, "#888888")
-    ax.text(3.5, 5.45, "staging\ncopy", ha="center", va="bottom", fontsize=11, color="#555555")
+    ax.text(3.5, 5.2, "host (CPU, DDR RAM)", ha="center", fontsize=13, fontweight="bold")
+    _box(ax, (0.4, 4.1), 2.6, 0.9, "pageable memory\ntorch.randn(...)", "#ffffff")
+    _box(ax, (4.0, 4.1), 2.6, 0.9, "pinned memory\nx.pin_memory()", "#fde3b5")
+    _arrow(ax, (3.05, 4.55), (3.95, 4.55), 1.5, "#888888")
+    ax.text(3.5, 4.65, "staging", ha="center", va="bottom", fontsize=11, color="#555555")
 
-    _arrow(ax, (5.3, 5.45), (5.3, 3.55), 1.2, COLORS["fp16"])
-    ax.text(
-        4.9,
-        4.95,
-        f"PCIe Gen5 x16: {PCIE_GEN5_X16_BYTES_PER_S / 1e9:.0f} GB/s",
-        ha="right",
-        fontsize=13,
-        fontweight="bold",
-    )
-    ax.text(4.9, 4.55, PCIE_SOURCE, ha="right", fontsize=11, color="#555555")
-    ax.text(4.9, 4.0, "x.to('cuda', non_blocking=True)", ha="right", fontsize=11, family="monospace")
+    _arrow(ax, (5.3, 3.95), (5.3, 2.75), 1.2, COLORS["fp16"])
+    ax.text(4.9, 3.55, f"PCIe Gen5 x16: {PCIE_GEN5_X16_BYTES_PER_S / 1e9:.0f} GB/s", ha="right", fontsize=13,
+            fontweight="bold")  # fmt: skip
+    ax.text(4.9, 3.2, PCIE_SOURCE, ha="right", fontsize=11, color="#555555")
+    ax.text(4.9, 2.8, "x.to('cuda', non_blocking=True)", ha="right", fontsize=11, family="monospace")
 
     ax.add_patch(
-        FancyBboxPatch((0.15, 1.15), 6.7, 2.3, boxstyle="round,pad=0.05", facecolor="#eaf3e6", edgecolor="#888888")
+        FancyBboxPatch((0.15, 0.85), 6.7, 1.8, boxstyle="round,pad=0.05", facecolor="#eaf3e6", edgecolor="#888888")
     )
-    ax.text(3.5, 3.1, f"GPU ({h100.name})", ha="center", fontsize=13, fontweight="bold")
-    _box(ax, (0.4, 1.35), 2.0, 1.5, f"HBM3\n{h100.memory_bytes / 1e9:.0f} GB", "#ffffff")
-    _box(ax, (4.6, 1.35), 2.0, 1.5, "SMs\n(tensor cores)", "#ffffff")
-    _arrow(ax, (2.45, 2.1), (4.55, 2.1), 7, COLORS["bf16"])
-    ax.text(3.5, 2.45, f"{hbm / 1e12:.2f} TB/s", ha="center", fontsize=13, fontweight="bold")
-    ax.text(3.5, 1.75, "H100 SXM datasheet", ha="center", va="top", fontsize=11, color="#555555")
+    ax.text(3.5, 2.35, f"GPU ({h100.name})", ha="center", fontsize=13, fontweight="bold")
+    _box(ax, (0.4, 0.95), 2.0, 1.2, f"HBM3\n{h100.memory_bytes / 1e9:.0f} GB", "#ffffff")
+    _box(ax, (4.6, 0.95), 2.0, 1.2, "SMs\n(tensor cores)", "#ffffff")
+    _arrow(ax, (2.45, 1.55), (4.55, 1.55), 7, COLORS["bf16"])
+    ax.text(3.5, 1.85, f"{hbm / 1e12:.2f} TB/s", ha="center", fontsize=13, fontweight="bold")
+    ax.text(3.5, 1.25, "H100 SXM datasheet", ha="center", va="top", fontsize=11, color="#555555")
     ax.text(
         3.5,
-        0.85,
+        0.65,
         f"HBM feeds the SMs {hbm / PCIE_GEN5_X16_BYTES_PER_S:.0f}x faster than PCIe feeds the GPU:\n"
         "move data to the GPU once and keep it there.",
         ha="center",
@@ -77,7 +72,7 @@ def draw_host_to_gpu() -> Figure:
         style="italic",
     )
     ax.set_xlim(0, 7)
-    ax.set_ylim(0, 7.4)
+    ax.set_ylim(0, 5.6)
     ax.axis("off")
     return fig
 

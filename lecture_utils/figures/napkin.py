@@ -29,8 +29,9 @@ def draw_training_days(
     by_count = {count: [training_days(flops, count, peak_flops_per_gpu, m) for m in mfu_grid] for count in gpu_counts}
     by_mfu_value = {m: [training_days(flops, g, peak_flops_per_gpu, m) for g in gpu_grid] for m in mfus}
     baseline = training_days(flops, 1024, peak_flops_per_gpu, 0.5)
-    # Stacked, not side by side: each panel keeps the full width of a notebook on a projector.
-    fig, (by_mfu, by_gpus) = plt.subplots(2, 1, figsize=(7, 8))
+    # Stacked, not side by side: each panel keeps the full width of a notebook on a projector; 5.8
+    # inches tall, so both fit one projector screen at 150% zoom (about 600 CSS px).
+    fig, (by_mfu, by_gpus) = plt.subplots(2, 1, figsize=(7, 5.8))
     for count, days in by_count.items():
         (line,) = by_mfu.plot(mfu_grid, days)
         by_mfu.annotate(

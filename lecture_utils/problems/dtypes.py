@@ -10,6 +10,7 @@ import math
 import torch
 
 from lecture_utils.dtypes import float_range, ulp
+from lecture_utils.fp4 import E2M1_MAX, quantize_nvfp4, round_e2m1
 from lecture_utils.hardware import PCIE_GEN5_X16_BYTES_PER_S
 from lecture_utils.memory import dtype_bytes, tensor_bytes
 from lecture_utils.practice import Mistake, Problem, Worked
@@ -23,6 +24,8 @@ START, UPDATE, UPDATES = 1.0, 0.005, 1_000
 GRADIENT = 1e-9
 # 5: a model's bf16 weights copied from host memory to the GPU
 COPY_PARAMS = 30e9  # 60 GB in bf16: it fits on one 80 GB H100
+# 6: one weight of an NVFP4 tensor: the tensor's largest magnitude, its block's, the weight
+TENSOR_AMAX, BLOCK_AMAX, WEIGHT = 3.0, 0.9, 0.4
 
 
 def _embedding_mib() -> Worked:
@@ -87,6 +90,36 @@ def _copy_seconds() -> Worked:
         f"{size:.4g} B / {rate:.3g} B/s (PCIe Gen5 x16, one direction) = {size / rate:.3g} s",
     )
     return Worked(steps, size / rate, f"{size / rate:.2f} s")
+
+
+def nvfp4_example() -> torch.Tensor:
+    """Problem 6's tensor: two blocks of 16, the first holding the tensor's largest magnitude, the second the weight."""
+    x = torch.zeros(1, 32)
+    x[0, 0], x[0, 16], x[0, 17] = TENSOR_AMAX, BLOCK_AMAX, WEIGHT
+    return x
+
+
+def _nvfp4_weight() -> Worked:
+    e4m3_max = torch.finfo(torch.float8_e4m3fn).max
+    tensor_scale = TENSOR_AMAX / (E2M1_MAX * e4m3_max)
+    ideal = BLOCK_AMAX / E2M1_MAX / tensor_scale
+    stored = torch.tensor(ideal).to(torch.float8_e4m3fn).item()
+    scale = stored * tensor_scale
+    scaled = WEIGHT / scale
+    value = quantize_nvfp4(nvfp4_example()).values[0, 17].item()
+    steps = (
+        f"tensor scale = {TENSOR_AMAX:g} / ({E2M1_MAX:g} x {e4m3_max:g}) = {tensor_scale:.4g} (fp32)",
+        f"block scale: {BLOCK_AMAX:g} / {E2M1_MAX:g} / {tensor_scale:.4g} = {ideal:.4g}, stored in e4m3 as {stored:g};",
+        f"  times the tensor scale: {stored:g} x {tensor_scale:.4g} = {scale:.4g}",
+        f"{WEIGHT:g} / {scale:.4g} = {scaled:.4g} -> nearest e2m1 value {round_e2m1(torch.tensor(scaled)).item():g}",
+        f"back: {round_e2m1(torch.tensor(scaled)).item():g} x {scale:.4g} = {value:.4g}",
+    )
+    return Worked(steps, value, f"{value:.4g}")
+
+
+def _unrounded_scale_value(_: float) -> float:
+    scale = BLOCK_AMAX / E2M1_MAX
+    return round_e2m1(torch.tensor(WEIGHT / scale)).item() * scale
 
 
 PROBLEMS: dict[int, Problem] = {
@@ -172,6 +205,28 @@ PROBLEMS: dict[int, Problem] = {
         mistakes=(
             Mistake(lambda s: s * 2, "that is 4 bytes per parameter: bf16 takes 2."),
             Mistake(lambda s: s / 2, "the spec's rate is already that of one direction, the one the copy uses."),
+        ),
+    ),
+    6: Problem(
+        6,
+        "one weight in NVFP4",
+        f"An NVFP4 tensor's largest magnitude is {TENSOR_AMAX:g}, so its fp32 tensor scale is {TENSOR_AMAX:g} / "
+        f"(6 x 448). One of its 16-value blocks has largest magnitude {BLOCK_AMAX:g} and holds a weight of "
+        f"{WEIGHT:g}. Quantized (block scale rounded to e4m3, the weight to e2m1) and multiplied back out, what "
+        "value does that weight come back as? Answer with the number.",
+        "",
+        _nvfp4_weight,
+        "Work in units of the tensor scale: the block's scale is its largest magnitude over 6, stored in e4m3.",
+        mistakes=(
+            Mistake(
+                _unrounded_scale_value,
+                "that uses the block's scale as computed: it is stored in e4m3 (in units of the tensor scale) first.",
+            ),
+            Mistake(
+                lambda _: round_e2m1(torch.tensor(WEIGHT)).item(),
+                "that rounds the weight itself to e2m1: divide by its block's scale first, then multiply back.",
+            ),
+            Mistake(lambda _: WEIGHT, "e2m1 holds only 15 values: the weight comes back as a scaled one of them."),
         ),
     ),
 }

@@ -137,6 +137,7 @@ PROBLEMS: dict[int, Problem] = {
                 lambda _: contiguous_strides((X_SHAPE[0], N_HEADS, X_SHAPE[1], X_SHAPE[2] // N_HEADS))[1],
                 "that is the stride a copy would have: rearrange returns a view of x here.",
             ),
+            Mistake(lambda s: s * 4, "that is in bytes: a stride counts elements (an fp32 element is 4 bytes)."),
         ),
     ),
     4: Problem(

@@ -7,6 +7,7 @@ from them, so the two cannot disagree.
 import math
 
 from lecture_utils.accounting import RECIPES
+from lecture_utils.fp4 import bits_per_value
 from lecture_utils.hardware import ACCELERATORS
 from lecture_utils.napkin import SECONDS_PER_DAY, cluster_flops_per_day, training_flops
 from lecture_utils.practice import Mistake, Problem, Worked
@@ -25,6 +26,8 @@ B200_PARAMS, B200_TOKENS, B200_DAYS, B200_MFU = 70e9, 15e12, 30, 0.40
 ZERO_GPUS, ZERO_STAGE = 8, 2
 # 5: plain data parallelism holds everything on every GPU
 DDP_PARAMS, DDP_GPUS = 7e9, 64
+# 6: a model's weights stored in NVFP4 (notebook 01): 4-bit values, one 8-bit scale per 16 of them
+FP4_PARAMS, FP4_BLOCK, FP4_SCALE_BITS = 120e9, 16, 8
 
 
 def _days_405b() -> Worked:
@@ -102,6 +105,18 @@ def _ddp_per_gpu() -> Worked:
     return Worked(steps, held / 1e9, f"{held / 1e9:.0f} GB per GPU")
 
 
+def _nvfp4_weights() -> Worked:
+    bits = bits_per_value(FP4_BLOCK, FP4_SCALE_BITS)
+    size = FP4_PARAMS * bits / 8
+    steps = (
+        f"each value: 4 bits of e2m1, plus its share of the block's scale, {FP4_SCALE_BITS} bits / {FP4_BLOCK}"
+        f" = {bits:g} bits",
+        f"{FP4_PARAMS / 1e9:g}e9 values x {bits:g} bits / 8 bits per byte = {size:.4g} B",
+        f"(in bf16 the same weights take {FP4_PARAMS * 2:.4g} B: {16 / bits:.2f}x as much)",
+    )
+    return Worked(steps, size / 1e9, f"{size / 1e9:g} GB")
+
+
 _GB_UNITS = {"GiB": 2**30 / 1e9, "TB": 1e3, "MB": 1e-3, "B": 1e-9, "bytes": 1e-9}
 _BILLIONS = {"B": 1.0, "billion": 1.0, "M": 1e-3, "million": 1e-3, "params": 1e-9, "parameters": 1e-9}
 _SPARSE = "that is what the 2:4-sparse datasheet figure gives: a dense model gets half of it."
@@ -126,7 +141,7 @@ PROBLEMS: dict[int, Problem] = {
         "the tokens a month buys",
         f"You have {MONTH_GPUS:,} H100 SXM GPUs for {MONTH_DAYS} days and expect MFU {MONTH_MFU}. On how many "
         f"tokens can a dense {MONTH_PARAMS / 1e9:.0f}B model train? Answer in trillions of tokens "
-        '(5 or "5T" for 5e12).',
+        '(2 or "2T" for 2e12).',
         "trillions of tokens",
         _tokens_in_a_month,
         "Turn the cluster's month into FLOPs first, then divide by what one token costs in training.",
@@ -156,8 +171,8 @@ PROBLEMS: dict[int, Problem] = {
         f"A model trains on {ZERO_GPUS} H200 GPUs ({H200.memory_bytes / 1e9:.0f} GB each) with bf16 weights and "
         "gradients, an fp32 master copy and fp32 Adam state "
         f"({' + '.join(map(str, MIXED.zero_split()))} bytes per parameter), sharded with "
-        f"{STAGES[ZERO_STAGE]}. Leaving activations out, what is the largest model that fits? Answer in "
-        'billions of parameters (40 or "40B").',
+        f"{STAGES[ZERO_STAGE]}. Leaving activations out, what is the largest model that fits? Count 1 GB as "
+        '1e9 bytes, and answer in billions of parameters (1.5 or "1.5B" for 1.5e9).',
         "billions of parameters",
         _zero2_on_h200s,
         "Per GPU, count the bytes of a parameter this stage keeps whole, plus those it splits over the GPUs.",
@@ -166,7 +181,7 @@ PROBLEMS: dict[int, Problem] = {
             Mistake(lambda _: _largest_at(3), "that shards the weights too (ZeRO-3): ZeRO-2 keeps them whole."),
             Mistake(lambda _: _largest_at(1), "that keeps the gradients whole (ZeRO-1): ZeRO-2 shards them too."),
             Mistake(lambda _: _largest_at(0), "that copies everything to every GPU, as plain data parallelism does."),
-            Mistake(lambda b: b * 2**30 / 1e9, "a datasheet GB is 1e9 bytes, not a GiB."),
+            Mistake(lambda b: b * 2**30 / 1e9, "that reads 141 GB as GiB: the question counts 1 GB as 1e9 bytes."),
         ),
     ),
     5: Problem(
@@ -182,6 +197,28 @@ PROBLEMS: dict[int, Problem] = {
         mistakes=(
             Mistake(lambda gb: gb / DDP_GPUS, "that shards the state: plain data parallelism copies it to every GPU."),
             Mistake(lambda gb: gb / 2, "Adam keeps two tensors the size of the model, m and v."),
+            Mistake(lambda gb: gb * 1e9 / 2**30, "that is in GiB (2^30 bytes): the question asks for GB."),
+        ),
+    ),
+    6: Problem(
+        6,
+        "a model in NVFP4",
+        f"A {FP4_PARAMS / 1e9:.0f}B-parameter model's weights are stored in NVFP4 (notebook 01): each weight is a "
+        f"4-bit e2m1 value, and each block of {FP4_BLOCK} weights shares one {FP4_SCALE_BITS}-bit e4m3 scale. "
+        "Leave out the one fp32 scale per weight matrix (a few hundred of them). How many GB do the weights take? "
+        "Count 1 GB as 1e9 bytes.",
+        "GB",
+        _nvfp4_weights,
+        "Count the bits each weight costs, its own and its share of its block's scale, then turn bits into bytes.",
+        units=_GB_UNITS,
+        mistakes=(
+            Mistake(lambda gb: gb * 4 / bits_per_value(FP4_BLOCK, FP4_SCALE_BITS), "that leaves the block scales out."),
+            Mistake(
+                lambda gb: gb * (4 + FP4_SCALE_BITS) / bits_per_value(FP4_BLOCK, FP4_SCALE_BITS),
+                "that gives every weight a scale of its own: one scale serves a whole block.",
+            ),
+            Mistake(lambda gb: gb * 8, "that is in bits: a byte holds 8 of them."),
+            Mistake(lambda _: FP4_PARAMS * 2 / 1e9, "that is the weights in bf16, 16 bits each."),
             Mistake(lambda gb: gb * 1e9 / 2**30, "that is in GiB (2^30 bytes): the question asks for GB."),
         ),
     ),
