@@ -144,7 +144,7 @@ def mfu(flops: PositiveFloat, seconds: PositiveFloat, peak_flops: PositiveFloat)
     utilization = achieved / peak_flops
     if utilization > 1:
         raise ValueError(
-            f"MFU {utilization:.2f} > 1: achieved {achieved:.3g} FLOP/s exceeds the peak {peak_flops:.3g} FLOP/s; "
+            f"MFU {utilization:.2f} > 1: achieved {achieved:.3g} FLOP/s exceeds the peak {peak_flops:.3g} FLOP/s;\n"
             "check that the peak is for this device and dtype, the FLOP count, and that timing synchronized"
         )
     return utilization

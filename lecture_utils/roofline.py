@@ -15,7 +15,7 @@ from lecture_utils.checks import NonNegativeFloat, PositiveFloat, PositiveInt, P
 from lecture_utils.flops import arithmetic_intensity, matmul_bytes, matmul_flops
 from lecture_utils.matmul_benchmark import MatmulResult
 from lecture_utils.peaks import matmul_precision
-from lecture_utils.timing import time_fn
+from lecture_utils.timing import time_fn, work_clock
 
 
 @dataclass(frozen=True)
@@ -55,11 +55,16 @@ def matmul_kernel(result: MatmulResult) -> MeasuredKernel:
 def _best_of_rounds(
     calls: Sequence[Callable[[], object]], device: torch.device, rounds: int, min_trial_s: float
 ) -> list[float]:
-    """Best seconds per call of each fn; the fns take turns, round by round, so load hits all alike."""
+    """Best seconds per call of each fn; the fns take turns, round by round, so load hits all alike.
+
+    On a CPU running one thread the seconds are that thread's CPU time (work_clock): another
+    program holding the core does not stretch one size's calls more than another's.
+    """
+    clock = work_clock(device)
     best = [float("inf")] * len(calls)
     for _ in range(rounds):
         for i, fn in enumerate(calls):
-            timing = time_fn(fn, device, warmup=1, trials=3, min_trial_s=min_trial_s)
+            timing = time_fn(fn, device, warmup=1, trials=3, min_trial_s=min_trial_s, clock=clock)
             best[i] = min(best[i], timing.min_s)
     return best
 

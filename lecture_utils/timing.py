@@ -4,12 +4,28 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch.utils.benchmark import Timer
 
 from lecture_utils.checks import NonNegativeFloat, NonNegativeFloats, NonNegativeInt, PositiveInt
 from lecture_utils.device import device_type, torch_threads
+
+# What a trial's clock counts: "wall" time, or the calling "thread"'s CPU time (time.thread_time).
+Clock = Literal["wall", "thread"]
+
+
+def work_clock(device: torch.device | str) -> Clock:
+    """The clock that counts only the work: "thread" on a CPU running torch on one thread, else "wall" (notebook 04).
+
+    On one CPU thread the work is the calling thread's CPU time, which the waits for a core that
+    other programs cause on a shared machine do not add to. On several threads, or on a GPU, the
+    work happens outside the calling thread, so only wall time counts it, as it does where the
+    thread clock is coarse (Windows ticks it every 15.6 ms).
+    """
+    one_cpu_thread = device_type(device) == "cpu" and torch.get_num_threads() == 1
+    return "thread" if one_cpu_thread and time.get_clock_info("thread_time").resolution <= 1e-6 else "wall"
 
 
 @dataclass(frozen=True)
@@ -45,25 +61,33 @@ def time_fn(
     warmup: NonNegativeInt = 3,
     trials: PositiveInt = 10,
     min_trial_s: NonNegativeFloat = 0.0,
+    clock: Clock = "wall",
 ) -> Timing:
     """Time `fn()` on `device`: `warmup` untimed calls (kernel selection), then `trials` timed ones (notebook 04).
 
     GPU kernels run asynchronously, so each trial synchronizes before starting and before
     stopping the clock; otherwise the timer measures only the launch. A call much shorter than
     the clock's overhead is repeated within a trial until the trial lasts `min_trial_s`.
+    `clock="thread"` counts the calling thread's CPU time instead of wall time (see work_clock).
     """
+    if clock == "thread" and work_clock(device) != "thread":
+        raise ValueError(
+            "clock='thread' counts only the calling thread's CPU time: it needs a CPU with torch on one "
+            f"thread (here {torch.device(device).type}, {torch.get_num_threads()} threads); use clock='wall'"
+        )
     # torch's own synchronize, not lecture_utils.device's: the package's import hook checks the
     # arguments of every call to its functions, and the clock must not time that check.
     dev = torch.device(device)
     sync = (lambda: torch.cuda.synchronize(dev)) if device_type(device) == "cuda" else (lambda: None)
+    now = time.thread_time if clock == "thread" else time.perf_counter
 
     def run(calls: int) -> float:  # the hook checks this call outside the clock: before start, after stop
         sync()
-        start = time.perf_counter()
+        start = now()
         for _ in range(calls):
             fn()
         sync()
-        return time.perf_counter() - start
+        return now() - start
 
     for _ in range(warmup):
         fn()

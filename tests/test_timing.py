@@ -6,7 +6,8 @@ import torch
 from torch.utils.benchmark import Timer
 
 import lecture_utils.timing as timing
-from lecture_utils.timing import Timing, compare_with_timer, time_fn
+from lecture_utils.device import torch_threads
+from lecture_utils.timing import Timing, compare_with_timer, time_fn, work_clock
 
 
 def test_warmup_calls_are_not_timed_and_every_trial_is():
@@ -93,3 +94,28 @@ def test_compare_with_timer_keeps_each_timers_best_round(monkeypatch):
     monkeypatch.setattr(timing, "Timer", FakeTimer)
     ours, theirs = compare_with_timer(lambda: None, "cpu", num_threads=1, rounds=3, calls=10)
     assert ours == pytest.approx(0.2 / 10) and theirs == pytest.approx(0.01)
+
+
+def test_the_thread_clock_counts_work_and_not_waiting():
+    """A sleep takes wall time but no CPU time; a busy loop takes both (time.thread_time's own count)."""
+
+    def spin(seconds=0.005):
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+
+    with torch_threads(1):
+        assert work_clock("cpu") == "thread"
+        assert time_fn(lambda: time.sleep(0.01), "cpu", warmup=0, trials=3, clock="thread").min_s < 0.002
+        assert time_fn(lambda: time.sleep(0.01), "cpu", warmup=0, trials=3).min_s >= 0.01
+        assert 0.005 <= time_fn(spin, "cpu", warmup=0, trials=3, clock="thread").min_s < 0.05
+
+
+def test_the_thread_clock_needs_one_cpu_thread():
+    with torch_threads(2):
+        assert work_clock("cpu") == "wall"
+        with pytest.raises(ValueError, match="needs a CPU with torch on one thread"):
+            time_fn(lambda: None, "cpu", clock="thread")
+    with pytest.raises(ValueError, match="needs a CPU with torch on one thread"):
+        time_fn(lambda: None, "cuda", clock="thread")
+    assert work_clock("cuda") == "wall"
