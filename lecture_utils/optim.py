@@ -12,8 +12,11 @@ skips parameters without a gradient and checks the hyperparameters. Every class 
     AdamW     torch.optim.AdamW(lr, betas, eps, weight_decay)   (the handout's AdamW: lecture_utils.adamw)
 
 State lives in `self.state[p]` as tensors shaped like the parameter, so state_dict() round-trips
-it. Step counters are Python ints (no tensor memory), so the state bytes are exactly `state_tensors`
-(0, 1 or 2) times the parameter bytes: the count lecture_utils.accounting's recipes read off the class.
+it; they take the parameter's dtype, as torch.optim's do, unless `state_dtype` names a wider one
+(the 2026 lecture's fp32 state beside bf16 weights: each update is then rounded into p). Step
+counters are Python ints (no tensor memory), so the state bytes are exactly `state_tensors` (0, 1
+or 2) times the parameter's element count times the state's element size: the count
+lecture_utils.accounting's recipes read off the class.
 """
 
 import math
@@ -37,9 +40,14 @@ class _Optimizer(torch.optim.Optimizer):
     # True: weight decay shrinks p directly (AdamW); False: it is an L2 term added to the gradient.
     decoupled_weight_decay = False
 
-    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
+    def __init__(self, params: ParamsT, defaults: dict[str, Any], state_dtype: torch.dtype | None = None) -> None:
         self._check(defaults)
+        self.state_dtype = state_dtype
         super().__init__(params, defaults)
+
+    def _new_state(self, p: torch.Tensor, fill: float = 0.0) -> torch.Tensor:
+        """A state tensor shaped like p, filled with `fill`, in `state_dtype` (default: p's dtype)."""
+        return torch.full_like(p, fill, dtype=self.state_dtype or p.dtype, memory_format=torch.preserve_format)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters, checking any hyperparameters it overrides."""
@@ -93,12 +101,20 @@ class Momentum(_Optimizer):
     state_tensors = 1
     _below_one = ("momentum",)
 
-    def __init__(self, params: ParamsT, lr: float = 1e-2, momentum: float = 0.9, weight_decay: float = 0.0) -> None:
-        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay))
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-2,
+        momentum: float = 0.9,
+        weight_decay: float = 0.0,
+        *,
+        state_dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay), state_dtype)
 
     def _update(self, p, grad, state, group):
         if "velocity" not in state:
-            state["velocity"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            state["velocity"] = self._new_state(p)
         v = state["velocity"]
         v.mul_(group["momentum"]).add_(grad)
         p.add_(v, alpha=-group["lr"])
@@ -122,14 +138,15 @@ class AdaGrad(_Optimizer):
         eps: float = 1e-10,
         weight_decay: float = 0.0,
         initial_accumulator_value: float = 0.0,
+        *,
+        state_dtype: torch.dtype | None = None,
     ) -> None:
         defaults = dict(lr=lr, eps=eps, weight_decay=weight_decay, initial_accumulator_value=initial_accumulator_value)
-        super().__init__(params, defaults)
+        super().__init__(params, defaults, state_dtype)
 
     def _update(self, p, grad, state, group):
         if "sum_sq" not in state:
-            start = group["initial_accumulator_value"]
-            state["sum_sq"] = torch.full_like(p, start, memory_format=torch.preserve_format)
+            state["sum_sq"] = self._new_state(p, group["initial_accumulator_value"])
         s = state["sum_sq"]
         s.addcmul_(grad, grad)
         p.addcdiv_(grad, s.sqrt().add_(group["eps"]), value=-group["lr"])
@@ -142,13 +159,20 @@ class RMSProp(_Optimizer):
     _below_one = ("alpha",)
 
     def __init__(
-        self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0.0
+        self,
+        params: ParamsT,
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        *,
+        state_dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay))
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay), state_dtype)
 
     def _update(self, p, grad, state, group):
         if "square_avg" not in state:
-            state["square_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            state["square_avg"] = self._new_state(p)
         s = state["square_avg"]
         s.mul_(group["alpha"]).addcmul_(grad, grad, value=1 - group["alpha"])
         p.addcdiv_(grad, s.sqrt().add_(group["eps"]), value=-group["lr"])
@@ -171,20 +195,22 @@ class Adam(_Optimizer):
         betas: Sequence[float] = (0.9, 0.999),  # a pair, as a tuple or a list (as torch.optim takes); _check sees to it
         eps: float = 1e-8,
         weight_decay: float = 0.0,
+        *,
+        state_dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay), state_dtype)
 
     def _update(self, p, grad, state, group):
         if "step" not in state:
             state["step"] = 0
-            state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-            state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            state["exp_avg"] = self._new_state(p)
+            state["exp_avg_sq"] = self._new_state(p)
         lr, (beta1, beta2) = group["lr"], group["betas"]
         if self.decoupled_weight_decay:
             p.mul_(1 - lr * group["weight_decay"])  # shrink p directly, not through the adaptive scaling
         state["step"] += 1
         t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
-        m.lerp_(grad, 1 - beta1)
+        m.lerp_(grad.to(m.dtype), 1 - beta1)  # lerp_ wants one dtype; a no-op unless the state is wider
         v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         denom = (v.sqrt() / (1 - beta2**t) ** 0.5).add_(group["eps"])
         p.addcdiv_(m, denom, value=-lr / (1 - beta1**t))
@@ -207,8 +233,10 @@ class AdamW(Adam):
         betas: Sequence[float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
+        *,
+        state_dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, state_dtype=state_dtype)
 
 
 OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {

@@ -140,6 +140,24 @@ def test_state_bytes_are_the_declared_multiple_as_in_torch_optim(name):
     assert step_counter_bytes(reference) == counters == (0 if name in {"sgd", "momentum"} else 4 * 2)
 
 
+@pytest.mark.parametrize("cls", [Momentum, AdaGrad, RMSProp, Adam, AdamW])
+def test_fp32_state_for_bf16_weights_is_the_fp32_step_rounded_once(cls):
+    # The 2026 lecture's recipe: bf16 weights and gradients, fp32 state. One step equals the fp32
+    # optimizer's step from the same (exactly widened) values, rounded into bf16 once.
+    gen = torch.Generator().manual_seed(0)
+    start, grad = torch.randn(64, generator=gen).bfloat16(), torch.randn(64, generator=gen).bfloat16()
+    narrow, wide = nn.Parameter(start.clone()), nn.Parameter(start.float())
+    narrow.grad, wide.grad = grad.clone(), grad.float()
+    options = dict(lr=0.1) | (dict(weight_decay=0.0) if cls is AdamW else {})  # decay would round first
+    mixed = cls([narrow], state_dtype=torch.float32, **options)
+    mixed.step()
+    cls([wide], **options).step()
+    assert narrow.dtype == torch.bfloat16
+    assert all(t.dtype == torch.float32 for t in mixed.state[narrow].values() if isinstance(t, torch.Tensor))
+    assert torch.equal(narrow.detach(), wide.detach().bfloat16())
+    assert measure_state(nn.ParameterList([narrow]), mixed).optimizer_state == {torch.float32: cls.state_tensors * 256}
+
+
 @pytest.mark.parametrize(
     ("cls", "kwargs", "error", "match"),
     [

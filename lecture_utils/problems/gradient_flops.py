@@ -1,10 +1,12 @@
-"""Practice for notebook 05: a layer's backward, when attention catches up with the weights, MFU and HFU.
+"""Practice for notebook 05: a layer's backward, when attention catches up, MFU, HFU, and checkpoint memory.
 
 Each problem's numbers are set once, below, and both its question and its worked answer are built
-from them, so the two cannot disagree. The worked answers use the package's FLOP formulas; the
-notebook checks each against FlopCounterMode, run on meta tensors (shapes without memory).
+from them, so the two cannot disagree. The worked answers use the package's FLOP formulas and the
+checkpoint schedules' napkin; the notebook checks the FLOPs against FlopCounterMode, run on meta
+tensors (shapes without memory), and the checkpoint memory against a real stack's saved tensors.
 """
 
+from lecture_utils.checkpoint_schedule import stored_tensors
 from lecture_utils.flops import forward_flops_per_token, matmul_flops, mfu, training_flops_per_token
 from lecture_utils.hardware import ACCELERATORS
 from lecture_utils.practice import Mistake, Problem, Worked
@@ -19,6 +21,9 @@ CROSSOVER = TransformerConfig(vocab_size=32_768, max_seq_len=8_192, d_model=1_02
 # 3 and 4: a TinyLM of about 1.3B matmul weights on one H100, without and with checkpointing
 RUN = TransformerConfig(vocab_size=50_304, max_seq_len=2_048, d_model=2_048, n_layers=24, n_heads=16, d_ff=8_192)
 RUN_TOKENS_PER_S, CHECKPOINTED_TOKENS_PER_S = 40_000, 33_000
+# 5: the 2026 lecture's deep network (relu(x @ W) blocks) in bf16, checkpointed in segments
+CKPT_LAYERS, CKPT_EVERY, CKPT_BATCH, CKPT_DIM = 64, 8, 16_384, 2_048
+MIB = 2**20
 
 _ARCHITECTURE = (
     "a decoder built like the notebook's TinyLM: per block, q, k, v and output projections (d x d each) "
@@ -75,6 +80,13 @@ def _rerun_flops(config: TransformerConfig) -> int:
     return forward_flops_per_token(n_blocks, c.n_layers, c.n_heads, c.head_dim, c.max_seq_len)
 
 
+def _model_flops_with(n_params: int) -> float:
+    """Problem 3's MFU in percent with another parameter count N in 6N + 12LHQT."""
+    c = RUN
+    per_token = training_flops_per_token(n_params, c.n_layers, c.n_heads, c.head_dim, c.max_seq_len)
+    return _percent_of_peak(RUN_TOKENS_PER_S, per_token)
+
+
 def _percent_of_peak(tokens_per_s: float, flops_per_token: float) -> float:
     """Achieved FLOP/s as a percentage of the H100's dense bf16 peak."""
     return 100 * mfu(tokens_per_s * flops_per_token, 1.0, H100.peak("bf16"))
@@ -112,9 +124,36 @@ def _hfu() -> Worked:
     return Worked(steps, 100 * utilization, f"{utilization:.1%}")
 
 
+def _layer_output_bytes() -> int:
+    """One (B, D) layer output in bf16."""
+    return CKPT_BATCH * CKPT_DIM * 2
+
+
+def _checkpoint_memory() -> Worked:
+    layers, every = CKPT_LAYERS, CKPT_EVERY
+    segments = layers // every
+    stored = stored_tensors("every", layers, every)
+    one = _layer_output_bytes()
+    steps = (
+        f"{segments} segments of {every} layers; one layer output B x D x 2 B = {CKPT_BATCH:,} x {CKPT_DIM:,} x 2"
+        f" = {one / MIB:g} MiB",
+        f"kept to the end of the forward: the inputs of segments 2 to {segments - 1} ({segments - 2}; the first"
+        f" segment's input is the batch), and the last segment in full, its input and its {every} outputs"
+        f" ({every + 1})",
+        "the backward holds less: by the time a segment is recomputed the last one is freed",
+        f"peak = ({segments - 2} + {every + 1}) x {one / MIB:g} MiB = {stored} x {one / MIB:g}"
+        f" = {stored * one / MIB:g} MiB",
+    )
+    return Worked(steps, stored * one / MIB, f"{stored * one / MIB:g} MiB")
+
+
 _PERCENT = {"%": 1.0, "percent": 1.0}
+_AS_FRACTION = "that is a fraction of one: the question asks for percent."
+_MIB_UNITS = {"MB": 1e6 / MIB, "GiB": 1024, "GB": 1e9 / MIB, "KiB": 1 / 1024, "B": 1 / MIB, "bytes": 1 / MIB}
 _SPARSE = "that is what the 2:4-sparse datasheet figure gives: a dense model gets half of it."
 _N_RUN = matmul_params(RUN)
+# Every parameter of RUN's TinyLM: the matmul weights, the token and position tables, the 2L + 1 norm scales.
+_N_RUN_ALL = _N_RUN + (RUN.vocab_size + RUN.max_seq_len) * RUN.d_model + (2 * RUN.n_layers + 1) * RUN.d_model
 _LHQT_RUN = RUN.n_layers * RUN.n_heads * RUN.head_dim * RUN.max_seq_len
 
 PROBLEMS: dict[int, Problem] = {
@@ -160,7 +199,7 @@ PROBLEMS: dict[int, Problem] = {
         "MFU from a throughput",
         f"The same kind of model with {_shape(RUN)} trains at T = {RUN.max_seq_len:,} on one H100 SXM in bf16, "
         f"at {RUN_TOKENS_PER_S:,} tokens per second. What is its MFU, with 6N + 12LHQT as the model's FLOPs per "
-        "token? Answer in percent.",
+        "token and N counted as in problem 2 (the weights that sit in matmuls)? Answer in percent.",
         "percent",
         _mfu,
         "Model FLOPs per token times tokens per second is the achieved FLOP/s; divide by the dense bf16 peak.",
@@ -170,6 +209,12 @@ PROBLEMS: dict[int, Problem] = {
                 lambda _: _percent_of_peak(RUN_TOKENS_PER_S, 6 * _N_RUN),
                 "the attention term is model FLOPs too: the math of the step needs it.",
             ),
+            Mistake(
+                lambda _: _model_flops_with(_N_RUN_ALL),
+                "N here is the weights that sit in matmuls: the embedding tables are lookups and the norm "
+                "scales are element-wise, so neither does 6 FLOPs per token.",
+            ),
+            Mistake(lambda p: p / 100, _AS_FRACTION),
             Mistake(lambda p: p / 2, _SPARSE),
             Mistake(lambda p: p / 3, "a training step runs the backward too, twice the forward's FLOPs."),
         ),
@@ -190,11 +235,45 @@ PROBLEMS: dict[int, Problem] = {
                 lambda _: _percent_of_peak(CHECKPOINTED_TOKENS_PER_S, _model_flops(RUN)),
                 "that is the MFU: HFU counts the recomputed forward as work too.",
             ),
+            Mistake(lambda p: p / 100, _AS_FRACTION),
             Mistake(
                 lambda _: _percent_of_peak(CHECKPOINTED_TOKENS_PER_S, 8 * _N_RUN + 16 * _LHQT_RUN),
                 "8N is a napkin: the rerun covers the blocks, not the unembedding.",
             ),
             Mistake(lambda p: p / 2, _SPARSE),
+        ),
+    ),
+    5: Problem(
+        5,
+        "checkpoint memory for a given depth",
+        f"The 2026 lecture's deep network: L = {CKPT_LAYERS} blocks, each relu(x @ W) with W of {CKPT_DIM:,} x "
+        f"{CKPT_DIM:,}, trains in bf16 on a batch of B = {CKPT_BATCH:,} rows. It runs as "
+        f"`checkpoint_sequential(blocks, {CKPT_LAYERS // CKPT_EVERY}, x)`: {CKPT_LAYERS // CKPT_EVERY} segments of "
+        f"{CKPT_EVERY} blocks, each keeping only its input, except the last segment, which is stored in full. A "
+        "block saves its input and its output for the backward; a tensor passed between two blocks is stored once. "
+        "Counting only the B x D layer outputs (not the input batch, not the weights), what is the most memory "
+        "the saved activations take at once during the forward and backward? Answer in MiB (2^20 bytes).",
+        "MiB",
+        _checkpoint_memory,
+        "List what is stored when the forward ends, segment by segment; then ask whether recomputing a segment "
+        "in the backward ever holds more.",
+        rel_tol=0.001,
+        units=_MIB_UNITS,
+        mistakes=(
+            Mistake(
+                lambda _: stored_tensors("all", CKPT_LAYERS) * _layer_output_bytes() / MIB,
+                "that is every block's output: a checkpointed segment keeps only its input.",
+            ),
+            Mistake(
+                lambda mib: mib + _layer_output_bytes() / MIB,
+                "the first segment's input is the batch itself: data, not an activation.",
+            ),
+            Mistake(
+                lambda mib: mib - _layer_output_bytes() / MIB,
+                "the last segment is never dropped: its input and all its outputs are there when the forward ends.",
+            ),
+            Mistake(lambda mib: 2 * mib, "bf16 takes 2 bytes a number."),
+            Mistake(lambda mib: mib * MIB / 1e6, "that is in MB (1e6 bytes): the question asks for MiB."),
         ),
     ),
 }

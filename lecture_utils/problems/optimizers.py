@@ -30,7 +30,7 @@ STATE_PARAMS = 7_000_000_000
 # 4: the deepest Cruncher one H100 can train
 DEEP_DIM = 4_096
 # 5: the peak of the second step of a Cruncher trained with AdamW
-PEAK_DIM, PEAK_LAYERS, PEAK_BATCH = 256, 8, 1_024
+PEAK_DIM, PEAK_LAYERS, PEAK_BATCH = 128, 8, 1_024
 
 
 def _layer_gain(cut: bool = True) -> float:
@@ -176,8 +176,8 @@ PROBLEMS: dict[int, Problem] = {
         4,
         "the deepest Cruncher on one H100",
         f"A Cruncher of width D = {DEEP_DIM:,} (L layers of D x D and a D -> 1 head) trains in fp32 with AdamW on "
-        f"one H100 SXM ({H100.memory_bytes / 1e9:.0f} GB). Leaving activations out, how many layers L can it "
-        "have at most? Answer with a whole number of layers.",
+        f"one H100 SXM, taken as {H100.memory_bytes / 1e9:.0f} GB with 1 GB = 1e9 bytes, the notes' convention. "
+        "Leaving activations out, how many layers L can it have at most? Answer with a whole number of layers.",
         "layers",
         _deepest_cruncher,
         "Bytes per parameter of the recipe first; then solve D^2 L + D <= what fits, and round so it still fits.",
@@ -186,7 +186,10 @@ PROBLEMS: dict[int, Problem] = {
         mistakes=(
             Mistake(lambda _: _deepest(12), "the gradients take 4 bytes per parameter as well."),
             Mistake(lambda _: _deepest(4), "training holds gradients and AdamW's state beside the weights."),
-            Mistake(lambda _: _deepest(16, H100.memory_bytes * 2**30 / 1e9), "a datasheet GB is 1e9 bytes, not a GiB."),
+            Mistake(
+                lambda _: _deepest(16, H100.memory_bytes * 2**30 / 1e9),
+                "that treats the memory as GiB (2^30 bytes each): the question takes 1 GB = 1e9 bytes.",
+            ),
         ),
     ),
     5: Problem(
@@ -209,6 +212,7 @@ PROBLEMS: dict[int, Problem] = {
                 lambda _: napkin_peak(_peak_budget(), first_step=True) / MIB,
                 "that is the first step, where the state appears only at the step.",
             ),
+            Mistake(lambda mib: mib * MIB / 1e6, "that is in MB (1e6 bytes): the question asks for MiB (2^20 bytes)."),
         ),
     ),
 }
