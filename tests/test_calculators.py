@@ -11,18 +11,13 @@ import matplotlib.pyplot as plt
 import pytest
 
 from lecture_utils.accounting import RECIPES
-from lecture_utils.calculators.layout import (
-    MAX_WIDTH_PX,
-    WIDGET_FALLBACK,
-    count_label,
-    power_of_two_slider,
-    show_calculator,
-)
+from lecture_utils.calculators.controls import log_slider, parse_count, power_of_two_slider
+from lecture_utils.calculators.layout import MAX_WIDTH_PX, missing_peak, show_calculator
 from lecture_utils.calculators.memory import memory_calculator, memory_per_gpu
 from lecture_utils.calculators.roofline import roofline_calculator, roofline_point
 from lecture_utils.calculators.training_time import training_calculator, training_estimate
 from lecture_utils.figures.calculators import draw_memory, draw_roofline_point, draw_training_time
-from lecture_utils.figures.style import STORED_DPI, too_small_texts
+from lecture_utils.figures.style import STORED_DPI, count_label, too_small_texts
 from lecture_utils.napkin import training_days, training_flops
 from lecture_utils.sharding import (
     APPROACHES,
@@ -262,15 +257,21 @@ def test_roofline_figure_puts_the_matmul_where_roofline_point_does(m):
 # What the three share
 
 
-def test_show_prints_the_result_then_a_fixed_fallback(capsys):
-    show_calculator(training_calculator())
+def test_show_gives_one_output_the_widget_with_its_starting_result_as_text(monkeypatch):
+    shown_bundles = []
+    monkeypatch.setattr("lecture_utils.calculators.layout.display", lambda obj, raw: shown_bundles.append(obj))
+    calc = training_calculator()
+    show_calculator(calc)
     show_calculator(memory_calculator(measured={("ddp", 2): 16 * 7312.0}, measured_params=7312))
     show_calculator(roofline_calculator(card="b200", dtype="fp32"))
-    out = capsys.readouterr().out
-    assert "training time                  143.9 days" in out
-    assert "largest model that fits  40B params" in out
-    assert "No roofline: the B200 datasheet gives no dense fp32 figure" in out
-    assert out.count(WIDGET_FALLBACK) == 3
+    training, memory, roofline = (bundle["text/plain"] for bundle in shown_bundles)
+    assert "training time                  143.9 days" in training
+    assert "largest model that fits  40B params" in memory
+    assert "No roofline: the B200 datasheet gives no dense fp32 figure (it lists " in roofline
+    assert all(b["application/vnd.jupyter.widget-view+json"]["model_id"] for b in shown_bundles)
+    # the text is the starting result, whatever the widget shows later
+    calc.controls["gpus"].value = 2048
+    assert calc.describe(calc.values()) != training == calc.describe({**calc.values(), "gpus": 1024})
 
 
 def test_figures_are_stored_sharp_and_shown_at_display_size():
@@ -292,5 +293,30 @@ def test_updates_leave_no_pyplot_figures():
 
 def test_helpers():
     assert [count_label(x) for x in (70e9, 15e12, 350e6, 7312, 12)] == ["70B", "15T", "350M", "7.31K", "12"]
+    typed = ("70B", "1.5 T", "350m", "7K", "7e9", "70,000,000,000", "12")
+    assert [parse_count(t) for t in typed] == [70e9, 1.5e12, 350e6, 7e3, 7e9, 70e9, 12.0]
+    for bad in ("", "B", "seventy", "-5B", "inf"):
+        with pytest.raises(ValueError, match="count"):
+            parse_count(bad)
+    assert missing_peak("h100-sxm", "bf16") == ""
+    assert missing_peak("a100-sxm-80gb", "fp8").startswith("the A100 SXM 80GB datasheet gives no dense fp8 figure")
+    assert "[" not in missing_peak("a100-sxm-80gb", "fp8")  # a sentence, not a Python list
     with pytest.raises(ValueError, match="not a power of two"):
         power_of_two_slider("GPUs", 0, 12, 1000)
+
+
+def test_a_count_slider_reads_and_takes_counts_as_people_write_them():
+    slider = log_slider("parameters", 70e9, 8, 13)
+    assert (slider.value, slider.readout.value) == (70e9, "70B")
+    slider.slider.value = 13e9  # dragged
+    assert (slider.value, slider.readout.value) == (13e9, "13B")
+    slider.readout.value = "405B"  # typed
+    assert (slider.value, slider.slider.value, slider.readout.value) == (405e9, 405e9, "405B")
+    slider.readout.value = "4.05e11"  # the same count written otherwise: normalised, the value kept
+    assert (slider.value, slider.readout.value) == (405e9, "405B")
+    slider.readout.value = "lots"  # no count: the readout comes back
+    assert (slider.value, slider.readout.value) == (405e9, "405B")
+    slider.readout.value = "1e20"  # beyond the slider: its end
+    assert (slider.value, slider.readout.value) == (1e13, "10T")
+    slider.value = 7e9  # from Python
+    assert (slider.slider.value, slider.readout.value) == (7e9, "7B")

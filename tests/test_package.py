@@ -36,3 +36,14 @@ def test_every_public_helper_names_the_notebook_that_teaches_it(path):
             cited = set(re.findall(r"notebooks? (\d\d)", ast.get_docstring(node) or ""))
             assert cited, f"{name(path)}: the docstring of {node.name} names no notebook, e.g. '(notebook 04)'"
             assert cited <= NOTEBOOK_NUMBERS, f"{name(path)}: {node.name} cites notebooks {sorted(cited)}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "lecture_utils" / "figures").glob("*.py")), ids=name)
+def test_figures_draw_without_the_calculators(path):
+    # The calculators show figures; a figure module importing a calculator would run the layers upward.
+    imported = [
+        node.module
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module
+    ]
+    assert not [m for m in imported if m.startswith("lecture_utils.calculators")], name(path)

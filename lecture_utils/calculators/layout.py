@@ -1,10 +1,11 @@
-"""What the calculators share: their controls, the result table, the layout, and display (notebooks 00, 04, 09).
+"""What the calculators share: the result table, the layout, and display (notebooks 00, 04, 09).
 
 Sized for a projector at 150% browser zoom: widget text a little larger than the notebook's body
 text, at most 900 CSS pixels wide. Every number the widget shows also sits in a `data-value`
 attribute of an element with a stable class (`calc-<key>`), and the inputs it was computed from in
 the result's `data-inputs`, so a test in the browser can compare what it reads with the helper.
-The figures under the controls are drawn by lecture_utils.figures.calculators.
+The controls are lecture_utils.calculators.controls; the figures under them are drawn by
+lecture_utils.figures.calculators.
 """
 
 import html
@@ -15,10 +16,10 @@ from dataclasses import dataclass
 import ipywidgets as widgets
 from IPython.display import display
 
-from lecture_utils.checks import NonNegativeInt, PositiveFloat
+from lecture_utils.calculators.controls import CONTROL_WIDTH_PX
+from lecture_utils.hardware import lookup_accelerator
 
 MAX_WIDTH_PX = 900
-CONTROL_WIDTH_PX = 460
 FONT_PX = 16  # JupyterLab's body text is 14 px; widgets default to 13 px
 # Custom properties inherit, so setting ipywidgets' own variables on the calculator's root resizes
 # every control inside it and nothing outside.
@@ -32,8 +33,6 @@ _CSS = f"""<style>
 .calc-root .calc-message {{ color: #a33; font-weight: bold; }}
 .calc-root .calc-note {{ color: #555; margin: 4px 0 0 0; }}
 </style>"""
-# The text a reader sees in place of the controls where widgets cannot run.
-WIDGET_FALLBACK = "(the interactive controls appear when this cell runs in Jupyter)"
 
 
 @dataclass(frozen=True)
@@ -90,61 +89,13 @@ def result_text(title: str, rows: Sequence[ResultRow], message: str = "", note: 
     return "\n".join(lines + [f"  {text}" for text in (message, note) if text])
 
 
-def count_label(n: PositiveFloat) -> str:
-    """A count in words a room reads aloud: 70B, 15T, 350M (notebooks 00, 09)."""
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if n >= scale:
-            return f"{n / scale:.3g}{suffix}"
-    return f"{n:.3g}"
-
-
-def power_of_two_slider(description: str, low: NonNegativeInt, high: NonNegativeInt, value: int) -> widgets.Widget:
-    """A slider over 2**low ... 2**high: each arrow key doubles or halves the value (notebooks 00, 04, 09)."""
-    options = [(f"{2**k:,}", 2**k) for k in range(low, high + 1)]
-    if value not in dict(options).values():
-        raise ValueError(f"{description}: {value} is not a power of two from {2**low:,} to {2**high:,}")
-    return widgets.SelectionSlider(
-        options=options, value=value, description=description, continuous_update=False, **_wide()
-    )
-
-
-def log_slider(description: str, value: float, low_exp: float, high_exp: float) -> widgets.Widget:
-    """A base-10 log slider; its readout takes a typed value such as 13e9 (notebooks 00, 09)."""
-    return widgets.FloatLogSlider(
-        value=value,
-        base=10,
-        min=low_exp,
-        max=high_exp,
-        step=0.01,
-        readout_format=".3g",
-        description=description,
-        continuous_update=False,
-        **_wide(),
-    )
-
-
-def dropdown(description: str, options: Sequence[tuple[str, object]], value: object) -> widgets.Widget:
-    """A dropdown of (label, value) pairs (notebooks 00, 04, 09)."""
-    return widgets.Dropdown(options=list(options), value=value, description=description, **_wide())
-
-
-def fraction_slider(description: str, value: float, low: float = 0.05) -> widgets.Widget:
-    """A slider from `low` to 1 in steps of 0.01; its readout takes a typed value (notebook 00)."""
-    return widgets.FloatSlider(
-        value=value, min=low, max=1.0, step=0.01, readout_format=".2f", description=description,
-        continuous_update=False, **_wide(),
-    )  # fmt: skip
-
-
-def number_box(description: str, value: float, low: float, high: float, *, integer: bool = False) -> widgets.Widget:
-    """A box to type a number into, held between `low` and `high` (notebooks 04, 09)."""
-    box = widgets.BoundedIntText if integer else widgets.BoundedFloatText
-    return box(value=value, min=low, max=high, description=description, **_wide(300))
-
-
-def _wide(width_px: int = CONTROL_WIDTH_PX) -> dict:
-    """Layout and style shared by every control: one column, labels wide enough to read whole."""
-    return {"layout": widgets.Layout(width=f"{width_px}px"), "style": {"description_width": "150px"}}
+def missing_peak(card: str, precision: str) -> str:
+    """Why no estimate: the card's datasheet has no dense `precision` row, in words; '' if it has (notebooks 00, 04)."""
+    accelerator = lookup_accelerator(card)
+    if precision in accelerator.dense:
+        return ""
+    rows = ", ".join(sorted(accelerator.dense)) or "none"
+    return f"the {accelerator.name} datasheet gives no dense {precision} figure (it lists {rows})"
 
 
 def build_calculator(
@@ -190,13 +141,13 @@ def refresh(calc: Calculator, result: Callable[..., tuple], draw: Callable[[dict
 
 
 def show_calculator(calculator: Calculator) -> None:
-    """Print the result for the controls' starting values, then show the live widget (notebooks 00, 04, 09).
+    """Show the live widget, with its starting result as the plain text behind it (notebooks 00, 04, 09).
 
-    The printed text is what a reader sees where widgets do not run, and it is the same on every
-    run. The widget's own output carries a model id that changes every run; its plain-text
-    alternative is replaced by a fixed sentence, so the stored output stays the same too.
+    One output, two forms: where the widget runs, the widget (so no copy of an old result sits
+    beside it once a control moves); where widgets do not run (a static page), the result for the
+    starting values as text, the same on every run. The widget's own form carries a model id that
+    changes every run.
     """
-    print(calculator.describe(calculator.values()))
     bundle = calculator.box._repr_mimebundle_()
-    bundle["text/plain"] = WIDGET_FALLBACK
+    bundle["text/plain"] = calculator.describe(calculator.values())
     display(bundle, raw=True)

@@ -9,20 +9,17 @@ functions notebook 09 holds to real sharded runs byte for byte. Its figure
 from dataclasses import dataclass
 
 from lecture_utils.accounting import RECIPES
+from lecture_utils.calculators.controls import dropdown, log_slider, number_box, power_of_two_slider
 from lecture_utils.calculators.layout import (
     Calculator,
     ResultRow,
     build_calculator,
-    count_label,
-    dropdown,
-    log_slider,
-    number_box,
-    power_of_two_slider,
     result_html,
     result_text,
 )
 from lecture_utils.checks import PositiveFloat, PositiveInt
 from lecture_utils.figures.calculators import Measured, draw_memory, figure_output
+from lecture_utils.figures.style import count_label
 from lecture_utils.hardware import ACCELERATORS
 from lecture_utils.memory import format_bytes
 from lecture_utils.sharding import APPROACHES, SHARDED_FROM, STAGES, Stage, largest_params, per_gpu_bytes

@@ -11,13 +11,12 @@ from typing import Literal
 
 import torch
 
+from lecture_utils.calculators.controls import dropdown, number_box, power_of_two_slider
 from lecture_utils.calculators.layout import (
     Calculator,
     ResultRow,
     build_calculator,
-    dropdown,
-    number_box,
-    power_of_two_slider,
+    missing_peak,
     refresh,
     result_text,
 )
@@ -83,10 +82,11 @@ def _seconds_label(seconds: float) -> str:
 def _result(m: int, n: int, p: int, card: str, dtype: str) -> tuple:
     """(title, rows, message) for one set of inputs; an unavailable peak becomes the message."""
     title = f"({m:,} x {n:,}) @ ({n:,} x {p:,}) in {dtype} on the {ACCELERATORS[card].name}"
-    try:
-        pt = roofline_point(m, n, p, card, dtype)
-    except ValueError as error:
-        return title, [], f"No roofline: {error}."
+    tensors, float32_mode = MATMUL_DTYPES[dtype]
+    missing = missing_peak(card, matmul_precision(tensors, float32_mode))
+    if missing:
+        return title, [], f"No roofline: {missing}."
+    pt = roofline_point(m, n, p, card, dtype)
     share, seconds = pt.attainable_flops / pt.peak_flops, pt.flops / pt.attainable_flops
     rows = [
         ResultRow("FLOPs, 2mnp", "flops", f"{pt.flops:.3g}", pt.flops),

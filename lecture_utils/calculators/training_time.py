@@ -7,20 +7,18 @@ lecture_utils.figures.calculators.draw_training_time.
 
 from dataclasses import dataclass
 
+from lecture_utils.calculators.controls import dropdown, fraction_slider, log_slider, power_of_two_slider
 from lecture_utils.calculators.layout import (
     Calculator,
     ResultRow,
     build_calculator,
-    count_label,
-    dropdown,
-    fraction_slider,
-    log_slider,
-    power_of_two_slider,
+    missing_peak,
     refresh,
     result_text,
 )
 from lecture_utils.checks import Fraction, PositiveFloat, PositiveInt
 from lecture_utils.figures.calculators import draw_training_time, figure_output
+from lecture_utils.figures.style import count_label
 from lecture_utils.hardware import ACCELERATORS, Precision, lookup_accelerator
 from lecture_utils.napkin import cluster_flops_per_day, training_days, training_flops
 
@@ -65,10 +63,10 @@ def _result(params: float, tokens: float, gpus: int, card: str, precision: str, 
     title = f"{count_label(params)} params x {count_label(tokens)} tokens, {gpus:,} {name}, {precision}, MFU {mfu:.2f}"
     flops = training_flops(params, tokens)
     rows = [ResultRow("training compute, 6ND", "flops", f"{flops:.3g} FLOPs", flops)]
-    try:
-        est = training_estimate(params, tokens, gpus, card, precision, mfu)
-    except ValueError as error:
-        return title, rows, f"No estimate: {error}."
+    missing = missing_peak(card, precision)
+    if missing:
+        return title, rows, f"No estimate: {missing}."
+    est = training_estimate(params, tokens, gpus, card, precision, mfu)
     rows += [
         ResultRow(f"dense {precision} peak, one GPU", "peak", f"{est.peak_flops_per_gpu / 1e12:,.1f} TFLOP/s",
               est.peak_flops_per_gpu),

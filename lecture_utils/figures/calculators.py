@@ -20,9 +20,8 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from lecture_utils.accounting import RECIPES
-from lecture_utils.calculators.layout import count_label
 from lecture_utils.checks import Fraction, PositiveFloat, PositiveInt
-from lecture_utils.figures.style import COLORS, DISPLAY_DPI, STORED_DPI, STYLE
+from lecture_utils.figures.style import COLORS, DISPLAY_DPI, STORED_DPI, STYLE, count_label
 from lecture_utils.flops import attainable_flops
 from lecture_utils.napkin import training_days, training_flops
 from lecture_utils.sharding import APPROACHES, STAGES, Stage, per_gpu_bytes

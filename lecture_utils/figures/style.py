@@ -1,4 +1,5 @@
-"""One figure style for every notebook, and PNG saving that gives the same bytes on every run.
+"""One figure style for every notebook, counts written as people say them, and PNG saving that gives the same
+bytes on every run.
 
 The notes are read on laptops and on projectors, so the style is sized for legibility: figures
 at most 7 inches wide (they fit a notebook at 150% browser zoom without shrinking), no text
@@ -36,6 +37,14 @@ STYLE = {
 }
 
 COLORS = {"fp32": "#1f77b4", "fp16": "#ff7f0e", "bf16": "#2ca02c", "fp8": "#d62728", "peak": "#444444"}
+
+
+def count_label(n: float) -> str:
+    """A count as a room reads it aloud, for figures and widgets alike: 70B, 15T, 350M (notebooks 00, 09)."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= scale:
+            return f"{n / scale:.3g}{suffix}"
+    return f"{n:.3g}"
 
 
 def use_style() -> None:
