@@ -93,7 +93,7 @@ def _copy_seconds() -> Worked:
 
 
 def nvfp4_example() -> torch.Tensor:
-    """Problem 6's tensor: two blocks of 16, the first holding the tensor's largest magnitude, the second the weight."""
+    """Problem 6's tensor: a block holding the tensor's largest magnitude, then the weight's (notebook 01)."""
     x = torch.zeros(1, 32)
     x[0, 0], x[0, 16], x[0, 17] = TENSOR_AMAX, BLOCK_AMAX, WEIGHT
     return x
