@@ -8,8 +8,10 @@ from matplotlib.figure import Figure
 
 from lecture_utils.figures.images import IMAGES, draw_all
 from lecture_utils.figures.style import (
+    DISPLAY_DPI,
     MAX_WIDTH_IN,
     MIN_FONT_PT,
+    STORED_DPI,
     save_figure,
     too_small_texts,
     use_style,
@@ -95,3 +97,12 @@ def test_only_the_figures_subpackage_draws():
         and re.search(r"^\s*(import|from) matplotlib", p.read_text(), re.M)
     ]
     assert drawing == [], f"figure code outside lecture_utils/figures: {drawing}"
+
+
+# Notebooks 00-03's figures, shown on slides: the stored image, at the notebook's display size, fits
+# the part of a 1080p projector a slide leaves at 150% zoom (720 CSS px, about 600 of them free).
+@pytest.mark.parametrize("name", ["training_days", "float_formats", "float_spacing", "host_to_gpu", "strides"])
+def test_slide_figures_fit_one_projector_screen(name, tmp_path):
+    (path,) = draw_all(tmp_path, [name])
+    height_px = plt.imread(path).shape[0] * DISPLAY_DPI / STORED_DPI
+    assert height_px <= 600, f"{name} shows {height_px:.0f} CSS px tall"
