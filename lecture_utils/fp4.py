@@ -19,7 +19,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from lecture_utils.checks import PositiveInt
+from lecture_utils.checks import NonNegativeInt, PositiveInt
 
 E2M1_MAX = 6.0
 # The eight magnitudes in code order 0b000 ... 0b111: (exponent, fraction) = (00,0) (00,1) (01,0) ...
@@ -122,7 +122,7 @@ def quantize_mxfp4(x: Float[Tensor, "rows cols"]) -> BlockQuantized:
 
 
 def bits_per_value(
-    block: PositiveInt, scale_bits: PositiveInt, numel: PositiveInt | None = None, tensor_bits: int = 0
+    block: PositiveInt, scale_bits: PositiveInt, numel: PositiveInt | None = None, tensor_bits: NonNegativeInt = 0
 ) -> float:
     """Storage bits per value of a block-scaled 4-bit format: 4 + scale_bits / block, plus a tensor scale (notebook 01).
 

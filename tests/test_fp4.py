@@ -121,6 +121,15 @@ def test_bits_per_value_equal_the_bytes_of_the_stored_tensors():
     assert bits_per_value(16, 8) == 4.5 and bits_per_value(32, 8) == 4.25
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_gpu_tensor_gives_the_cpu_result_on_the_gpu():
+    w = torch.randn(64, 256, generator=torch.Generator().manual_seed(5))
+    for quantize in (quantize_nvfp4, quantize_mxfp4):
+        on_cpu, on_gpu = quantize(w), quantize(w.cuda())
+        assert on_gpu.codes.is_cuda and torch.equal(on_gpu.codes.cpu(), on_cpu.codes)
+        assert torch.equal(on_gpu.values.cpu(), on_cpu.values)
+
+
 def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="blocks of 16"):
         quantize_nvfp4(torch.ones(2, 24))
