@@ -33,8 +33,7 @@ def get_batch(
     """
     if context_length >= len(x):
         raise ValueError(
-            f"context_length {context_length} needs at least {context_length + 1} tokens "
-            f"(the inputs plus one target), but x has {len(x)}"
+            f"context_length {context_length} needs {context_length + 1} tokens (inputs plus a target); x has {len(x)}"
         )
     device = torch.device(device)
     starts = torch.randint(0, len(x) - context_length, (batch_size,), generator=generator)

@@ -1,17 +1,17 @@
 """save_checkpoint and load_checkpoint as CS336 assignment 1 defines them: model, optimizer and iteration.
 
 `out` and `src` are a path or a binary file-like object. A path is written atomically (temporary
-file in the same directory, flush, fsync, os.replace), so a crash mid-save, even a SIGKILL, leaves
-the previous checkpoint whole, and the next save of that path removes what the crash left. Loading
-uses torch.load(weights_only=True), which unpickles only tensors and plain containers, so a
-checkpoint from elsewhere cannot run code.
+file in the same directory, flush, fsync, os.replace), so a crash mid-save, even a SIGKILL, loses
+that save but leaves the previous checkpoint whole; remove_stale_temporaries, run at start-up,
+deletes what such a crash left. Loading uses torch.load(weights_only=True), which unpickles only
+tensors and plain containers, so a checkpoint from elsewhere cannot run code.
 
 A reference, not a submission: assignment 1 grades save_checkpoint and load_checkpoint. Students
 taking CS336 write their own under the course's policy and hand in only their own; use this file to
 check yours against (save with one, load with the other, and compare the restored state), never to
 copy or hand in.
 
-Self-contained: imports only io, os, collections and torch; no other lecture_utils module. In
+Self-contained: imports only the standard library and torch; no other lecture_utils module. In
 lecture_utils the package's import hook enforces the annotations; read alone they document them.
 Taught in notebook 07; asked for by assignment 1.
 """
@@ -21,36 +21,74 @@ import os
 from collections.abc import Callable
 
 import torch
+import torch.distributed as dist
 
 _KEYS = ("model", "optimizer", "iteration")
 _RANDOM_HEX = 12  # the temporary's random part: 6 bytes from os.urandom, as hex
 
 
 def _temporary_name(target: str) -> str:
-    """`.{target}.{12 hex digits}.tmp`: hidden, beside the target, recognisably its own."""
+    """`.{target}.{12 hex digits}.tmp`: hidden, beside the target, recognisably a temporary."""
     return f".{target}.{os.urandom(_RANDOM_HEX // 2).hex()}.tmp"
 
 
-def _is_temporary_of(name: str, target: str) -> bool:
-    """Whether `name` is a temporary that atomic_save made for `target` (and for no other file)."""
-    prefix, suffix = f".{target}.", ".tmp"
-    middle = name[len(prefix) : -len(suffix)]
+def _is_temporary(name: str) -> bool:
+    """Whether `name` has the form of an atomic_save temporary, for any target."""
+    target, _, random_part = name[1:-4].rpartition(".")
     return (
-        name.startswith(prefix)
-        and name.endswith(suffix)
-        and len(name) == len(prefix) + _RANDOM_HEX + len(suffix)
-        and all(c in "0123456789abcdef" for c in middle)
+        name.startswith(".")
+        and name.endswith(".tmp")
+        and bool(target)
+        and len(random_part) == _RANDOM_HEX
+        and all(c in "0123456789abcdef" for c in random_part)
     )
 
 
-def _remove_orphans(directory: str, target: str) -> None:
-    """Delete the temporaries a killed save of `target` left: no cleanup code runs after SIGKILL."""
-    for name in os.listdir(directory):
-        if _is_temporary_of(name, target):
-            try:
-                os.remove(os.path.join(directory, name))
-            except FileNotFoundError:  # another saver removed it first
-                pass
+def _lock(fd: int, blocking: bool) -> bool:
+    """Take a POSIX lock on the whole file behind `fd` (open for writing); False if another process holds one."""
+    try:
+        os.lockf(fd, os.F_LOCK if blocking else os.F_TLOCK, 0)
+    except (BlockingIOError, PermissionError):  # EAGAIN or EACCES, as the system reports a held lock
+        return False
+    return True
+
+
+def remove_stale_temporaries(directory: str | os.PathLike, *, rank: int | None = None) -> list[str]:
+    """Delete the temporaries killed saves left in `directory`, whatever checkpoint they were for (notebook 07).
+
+    Call it at start-up, on rank 0 only (`rank` defaults to this process's rank in torch.distributed,
+    0 without a process group; other ranks return at once): rank 0 is the one that saves, and one
+    sweeper cannot race another. A save killed before its rename (SIGKILL, the OOM killer, a
+    preempted node) runs no cleanup and leaves a full-size `.{name}.{12 hex digits}.tmp`; with
+    per-step names (ckpt_{step}.pt) no later save has its name, so only a sweep of the whole
+    directory finds it. Stale or live is told by a lock, not by a name or an age: atomic_save holds
+    a POSIX lock (os.lockf) on its temporary until the rename, and the kernel drops it when the saver
+    dies, however it dies. A process id in the name would be reused (often 1 in a container) and
+    means nothing in another container; an age cannot tell a slow save of a large model from a dead
+    one. A POSIX lock belongs to a process, so the sweep cannot see this process's own saves: run it
+    before this process saves, as start-up does. Without os.lockf (Windows) nothing is removed.
+    Returns the names removed.
+    """
+    if rank is None:
+        rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+    if rank != 0 or not hasattr(os, "lockf"):
+        return []
+    removed = []
+    for name in sorted(os.listdir(directory)):
+        if not _is_temporary(name):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            fd = os.open(path, os.O_RDWR)  # a lock on the whole file needs it open for writing
+        except (FileNotFoundError, PermissionError):  # renamed since the listing, or another user's
+            continue
+        try:
+            if _lock(fd, blocking=False):  # no process holds it: its writer is gone
+                os.remove(path)
+                removed.append(name)
+        finally:
+            os.close(fd)  # releases our lock
+    return removed
 
 
 def atomic_save(
@@ -59,30 +97,35 @@ def atomic_save(
     """torch.save to a temporary file beside `path`, flush and fsync it, then os.replace it onto `path`.
 
     A reader sees the old file or the complete new one, never a half-written one, even if the
-    saving process is killed (SIGKILL, the OOM killer, a preempted node). An exception removes
-    the temporary; a kill cannot, so each save first deletes the temporaries that earlier saves of
-    the same `path` left (`.ckpt.pt.<12 hex digits>.tmp` for ckpt.pt), and no other file. The file
-    is created with mode 0o666 less the umask, as open() would make it (0644 under umask 022).
-    One process saves a given path at a time (rank 0, say): two saving it at once never leave a torn
-    file, but one's sweep may delete the other's temporary, whose save then raises FileNotFoundError.
+    saving process is killed (SIGKILL, the OOM killer, a preempted node): the save in progress is
+    lost, the previous checkpoint survives. The fsyncs make the new file and its rename durable
+    across a power loss; the rename is atomic on a POSIX file system (local disks, and NFS, Lustre
+    and the like within one directory), not on every object store. An exception removes the
+    temporary; a kill cannot, so it stays until remove_stale_temporaries runs at the next start-up,
+    which tells it from a live save's by the lock this function holds on it until the rename. The
+    file is created with mode 0o666 less the umask, as open() would make it (0644 under umask 022).
     _before_replace(temporary path), if given, runs once the bytes are on disk, before the rename:
     a hook for crash tests. Both kinds of checkpoint use this (notebook 07).
     """
     directory, target = os.path.split(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"directory {directory!r} for the checkpoint does not exist")
-    _remove_orphans(directory, target)
     tmp = os.path.join(directory, _temporary_name(target))
     # O_EXCL: never reuse a file that exists. Mode 0o666: the kernel takes the umask off, as for open().
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
+        # Locked until the rename, so a sweep knows this temporary is alive. (A sweep in the instant
+        # between the open and the lock could remove it; the rename below would then fail loudly.)
+        if hasattr(os, "lockf"):
+            _lock(fd, blocking=True)
         with os.fdopen(fd, "wb") as f:
             torch.save(obj, f)
             f.flush()
             os.fsync(f.fileno())  # the bytes are on disk before the rename makes them visible
-        if _before_replace is not None:
-            _before_replace(tmp)
-        os.replace(tmp, path)  # atomic on one filesystem: readers see the old file or the new one
+            if _before_replace is not None:
+                _before_replace(tmp)
+            os.replace(tmp, path)  # atomic on one filesystem: readers see the old file or the new one
+        # Closing the file released the lock, after the rename.
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)

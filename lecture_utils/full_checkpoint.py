@@ -174,6 +174,16 @@ def _check_config(saved: Config | None, config: Config) -> None:
         )
 
 
+def _check_format(checkpoint: object, name: str) -> None:
+    """Raise ValueError unless `checkpoint` is a full checkpoint of this format, with every key."""
+    if not isinstance(checkpoint, dict) or "format_version" not in checkpoint:
+        raise ValueError(f"{name} is not a checkpoint written by save_full_checkpoint")
+    if checkpoint["format_version"] != FORMAT_VERSION:
+        raise ValueError(f"checkpoint format {checkpoint['format_version']} is not the supported {FORMAT_VERSION}")
+    if not _KEYS <= set(checkpoint):
+        raise ValueError(f"{name} lacks {sorted(_KEYS - set(checkpoint))}; expected keys {sorted(_KEYS)}")
+
+
 def load_full_checkpoint(
     path: str | Path,
     *,
@@ -191,12 +201,7 @@ def load_full_checkpoint(
     thread count or the GPUs differ from the saving process's.
     """
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    if not isinstance(checkpoint, dict) or "format_version" not in checkpoint:
-        raise ValueError(f"{Path(path).name} is not a checkpoint written by save_full_checkpoint")
-    if checkpoint["format_version"] != FORMAT_VERSION:
-        raise ValueError(f"checkpoint format {checkpoint['format_version']} is not the supported {FORMAT_VERSION}")
-    if not _KEYS <= set(checkpoint):
-        raise ValueError(f"{Path(path).name} lacks {sorted(_KEYS - set(checkpoint))}; expected keys {sorted(_KEYS)}")
+    _check_format(checkpoint, Path(path).name)
     if config is not None:
         _check_config(checkpoint["config"], config)
     warn_on_environment_change(checkpoint["environment"])

@@ -16,6 +16,7 @@ import torch
 from jaxtyping import Integer
 from torch import nn
 
+from lecture_utils.checkpointing import remove_stale_temporaries
 from lecture_utils.checks import NonNegativeInt
 from lecture_utils.full_checkpoint import load_full_checkpoint, save_full_checkpoint
 from lecture_utils.training import TrainConfig, TrainLog, train
@@ -42,7 +43,11 @@ def train_and_save(
     device: torch.device | str,
     stop_step: NonNegativeInt,
 ) -> TrainLog:
-    """Train `run` from step 0 up to stop_step, then write its full checkpoint to `path` (notebook 07)."""
+    """Train `run` from step 0 up to stop_step, then write its full checkpoint to `path` (notebook 07).
+
+    Starting, it sweeps the temporaries of killed saves from the checkpoint's directory (on rank 0).
+    """
+    remove_stale_temporaries(Path(path).parent)
     log = train(
         run.model,
         run.optimizer,
@@ -78,8 +83,10 @@ def resume(
     the schedule, the batch shape) raises ValueError: the run would change course mid-way.
     leave_out skips one part of the load: "optimizer" (AdamW restarts from m = v = 0 and step 0),
     "rng" (the data order and dropout come from wherever the streams stand), or "dropout stream"
-    (all is loaded, then torch's global stream, which dropout draws from, is re-seeded).
+    (all is loaded, then torch's global stream, which dropout draws from, is re-seeded). Starting, it
+    sweeps the temporaries of killed saves from the checkpoint's directory (on rank 0).
     """
+    remove_stale_temporaries(Path(path).parent)
     step = load_full_checkpoint(
         path,
         model=fresh.model,

@@ -96,6 +96,21 @@ def predicted_gathered_bytes(model: nn.Module, approach: Approach) -> list[int]:
     return [*alive, alive[-1]]
 
 
+def predicted_buffer_bytes(model: nn.Module, approach: Approach) -> list[int]:
+    """Bytes of FSDP2's flat all-gather buffers alive at the moments predicted_gathered_bytes counts (notebook 09).
+
+    A layer's all-gather fills one flat buffer with its full parameters in the compute dtype, which
+    are then copied out into the parameters. In the forward, FSDP2 (torch 2.13's
+    `_fsdp_param_group.py`) keeps that buffer until the next layer's gathered parameters are copied
+    out, so a layer computes with two copies of its full weights alive; the root frees the last one
+    as the forward ends. The same for ZeRO-2 and ZeRO-3: it is not the resharding that keeps it.
+    """
+    if approach not in FSDP2_SETTINGS:
+        return []
+    dtype = FSDP2_SETTINGS[approach][1]
+    return [*(sum(p.numel() for p in layer.parameters()) * dtype.itemsize for layer in sharded_layers(model)), 0]
+
+
 def sharded_layers(model: nn.Module) -> list[nn.Module]:
     """The layers that hold parameters: FSDP2 shards each on its own, so it gathers one at a time (notebook 09)."""
     return [layer for layer in model.children() if any(True for _ in layer.parameters())]

@@ -8,6 +8,7 @@ one rank's live bytes by component through a step (lecture_utils.step_memory.tra
 """
 
 import warnings
+from collections.abc import Callable
 
 import torch
 import torch._dynamo  # fully_shard imports it; importing it once here spares each forked rank
@@ -41,21 +42,32 @@ def wrap(model: nn.Module, approach: Approach, device: torch.device) -> tuple[nn
     """
     if approach in FSDP2_SETTINGS:
         reshard, dtype = FSDP2_SETTINGS[approach]
-        # Compute in `dtype`; reduce the gradients and return the output in fp32 (no-ops for fp32).
-        policy = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32, output_dtype=torch.float32)
-        mesh = DeviceMesh.from_group(dist.group.WORLD, device.type)  # one axis: all ranks shard
+        # Compute in `dtype`; reduce and return in fp32 (no-ops for fp32).
+        f32 = torch.float32
+        policy = MixedPrecisionPolicy(
+            param_dtype=dtype,
+            reduce_dtype=f32,
+            output_dtype=f32,
+        )
+        mesh = DeviceMesh.from_group(dist.group.WORLD, device.type)  # all ranks shard
+        settings = dict(mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
         for layer in sharded_layers(model):
-            fully_shard(layer, mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
-        fully_shard(model, mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
+            fully_shard(layer, **settings)
+        fully_shard(model, **settings)
         return model, torch.optim.AdamW(model.parameters(), lr=LR)
     ids = [device.index] if device.type == "cuda" else None
-    # Gradients as views into DDP's communication buckets: no second copy of the gradients.
+    # Gradients as views into DDP's communication buckets: no second copy of them.
     ddp = DistributedDataParallel(model, device_ids=ids, gradient_as_bucket_view=True)
-    # DDP's built-in all-reduce runs in C++, out of sight of `record_collectives`; its documented Python
-    # twin does the same (average each gradient bucket) through torch.distributed, where it is counted.
+    # DDP's built-in all-reduce runs in C++, out of sight of `record_collectives`; its
+    # documented Python twin does the same (average each gradient bucket) through
+    # torch.distributed, where it is counted.
     ddp.register_comm_hook(None, allreduce_hook)
     if approach == "zero1":
-        return ddp, ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=torch.optim.AdamW, lr=LR)
+        return ddp, ZeroRedundancyOptimizer(
+            ddp.parameters(),
+            optimizer_class=torch.optim.AdamW,
+            lr=LR,
+        )
     return ddp, torch.optim.AdamW(ddp.parameters(), lr=LR)
 
 
@@ -79,14 +91,21 @@ def gathered_bytes(model: nn.Module) -> int:
     return sum(storages.values())
 
 
-def watch_gathered(model: nn.Module, log: list[int]) -> None:
+def watch_gathered(
+    model: nn.Module, log: list[int], buffers: list[int] | None = None, live_buffers: Callable[[], int] | None = None
+) -> None:
     """Log `gathered_bytes(model)` as each sharded layer's forward starts and as the forward ends (notebook 09).
 
-    Hooks added after fully_shard's run after it: FSDP2 has gathered the layer's parameters by then.
+    With `buffers` and `live_buffers`, also log `live_buffers()` at the same moments: the caller's
+    count of the all-gather outputs still alive (FSDP2's flat buffers, which it keeps a while after
+    copying the full parameters out of them). Hooks added after fully_shard's run after it: FSDP2
+    has gathered the layer's parameters by then.
     """
 
     def record(*_hook_args: object) -> None:
         log.append(gathered_bytes(model))
+        if buffers is not None and live_buffers is not None:
+            buffers.append(live_buffers())
 
     for layer in sharded_layers(model):
         layer.register_forward_pre_hook(record)

@@ -1,11 +1,11 @@
 """What one rank holds and sends while it trains under DDP, ZeRO-1 or one of FSDP2's settings: measured (notebook 09).
 
-`train_rank` runs inside a process group (forked by `sharding_launch.run_ranks`, or under torchrun).
+`train_rank` runs inside a process group (forked by `rank_pool.RankPool`, or under torchrun).
 It trains `sharding.make_model()` a few AdamW steps on this rank's slice of one fixed batch, set up
 by `sharding_engines.wrap`, then reads the bytes of the tensors this rank holds with
 lecture_utils.accounting.measure_state (parameters, gradients, Adam's m and v; DTensor local shards
 for FSDP2), the sizes of the tensors it passed to each collective in the last step, and, under
-FSDP2, the bytes of full parameters alive during that step's forward.
+FSDP2, the bytes of full parameters and of all-gather buffers alive during that step's forward.
 """
 
 import contextlib
@@ -26,6 +26,7 @@ from lecture_utils.sharding import (
     Approach,
     make_batch,
     make_model,
+    predicted_buffer_bytes,
     predicted_gathered_bytes,
     predicted_rank_bytes,
     predicted_step_counter_bytes,
@@ -52,6 +53,9 @@ class RankReport:
     kept: list[bool] = field(default_factory=list)  # per comm entry: is its memory still held after the step?
     # FSDP2: bytes of full parameters alive as each layer's forward starts, then as the forward ends
     gathered: list[int] = field(default_factory=list)
+    # FSDP2, at the same moments: bytes of this step's flat all-gather buffers whose memory is still held
+    # (FSDP2 keeps the layer's own; gloo's worker thread may hold a finished one a moment longer)
+    buffers: list[int] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
     weights: np.ndarray | None = None  # the full trained weights, flattened, as this rank sees them
 
@@ -126,11 +130,18 @@ def train_rank(
     wrapped, optimizer = wrap(model, approach, device)
     report = RankReport(rank, world_size, approach)
     if approach in FSDP2_SETTINGS:
-        watch_gathered(model, report.gathered)
+
+        def live_gather_buffers() -> int:
+            """Bytes of this step's all-gather outputs whose memory is still held."""
+            pairs = zip(log, refs, strict=True)
+            return sum(size for (name, size), ref in pairs if name == "all_gather_single" and not ref.expired())
+
+        watch_gathered(model, report.gathered, report.buffers, live_gather_buffers)
     for _ in range(steps):
         log.clear()
         refs.clear()
         report.gathered.clear()
+        report.buffers.clear()
         with record_collectives(log, refs):
             optimizer.zero_grad()
             loss = nn.functional.mse_loss(wrapped(x), y)
@@ -192,6 +203,11 @@ def check_reports(reports: list[RankReport], steps: PositiveInt = 3) -> None:
         assert traffic == expected, f"{where}: traffic {traffic}, predicted {expected}"
         gathered = predicted_gathered_bytes(model, r.approach)
         assert r.gathered == gathered, f"{where}: gathered {r.gathered} B, predicted {gathered}"
+        # At least FSDP2's own buffer: gloo's worker thread may still hold an earlier one for a moment.
+        buffers = predicted_buffer_bytes(model, r.approach)
+        assert len(r.buffers) == len(buffers) and all(b >= p for b, p in zip(r.buffers, buffers, strict=True)), (
+            f"{where}: all-gather buffers {r.buffers} B, predicted at least {buffers}"
+        )
         compute_dtype = FSDP2_SETTINGS[r.approach][1] if r.approach in FSDP2_SETTINGS else torch.float32
         if compute_dtype == torch.float32:
             # Summing the batch mean in another order (and, on GPUs, other kernels) moves the last bits.

@@ -112,7 +112,7 @@ def train_step(
         group["lr"] = lr
     model.train()
     loss = cross_entropy(model(x), y)
-    # None instead of zero tensors: saves a memset and lets backward write the gradient directly.
+    # None, not zeros: no memset, and backward writes the gradient, not adds it.
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     grad_norm = gradient_clipping(model.parameters(), max_grad_norm)

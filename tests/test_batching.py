@@ -80,5 +80,5 @@ def test_batches_land_on_the_device(device):
 
 
 def test_a_context_as_long_as_the_data_leaves_no_target():
-    with pytest.raises(ValueError, match="needs at least 11 tokens"):
+    with pytest.raises(ValueError, match=r"needs 11 tokens \(inputs plus a target\); x has 10"):
         get_batch(np.arange(10), 2, 10, "cpu")

@@ -1,5 +1,6 @@
 """save_checkpoint / load_checkpoint through a path and a BytesIO: training resumes exactly; saves are atomic,
-survive a SIGKILL before the rename, sweep what such a kill leaves, and follow the umask."""
+survive a SIGKILL before the rename, a start-up sweep removes what such a kill leaves but not a live save's
+temporary, and files follow the umask."""
 
 import io
 import os
@@ -16,8 +17,9 @@ import pytest
 import torch
 from torch import nn
 
+from lecture_utils import checkpointing
 from lecture_utils.adamw import AdamW
-from lecture_utils.checkpointing import atomic_save, load_checkpoint, save_checkpoint
+from lecture_utils.checkpointing import atomic_save, load_checkpoint, remove_stale_temporaries, save_checkpoint
 from lecture_utils.nn_basics import Linear
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -109,7 +111,8 @@ def test_saving_into_a_missing_directory_says_so():
 
 
 # A saving process that stops once its temporary file is written and fsynced, before the rename,
-# and says so on stdout; the test then kills it with SIGKILL, so no cleanup code of its runs.
+# and says so on stdout; the test then kills it with SIGKILL (no cleanup code of its runs) or lets it
+# wait, alive, while a sweep runs.
 PAUSED_SAVER = """
 import sys, time
 import torch
@@ -123,47 +126,82 @@ atomic_save({"iteration": 2, "weights": torch.full((10_000,), 2.0)}, sys.argv[1]
 """
 
 
-def kill_while_paused_before_the_rename(path: Path) -> Path:
-    """Run PAUSED_SAVER on `path`, SIGKILL it at the pause; return the temporary it left."""
+def start_paused_saver(path: Path) -> tuple[subprocess.Popen, Path]:
+    """Run PAUSED_SAVER on `path` until it pauses before the rename; return it and its temporary."""
     child = subprocess.Popen(
         [sys.executable, "-c", PAUSED_SAVER, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    try:
-        ready, _, _ = select.select([child.stdout], [], [], 120)
-        line = child.stdout.readline().strip() if ready else ""
-        assert line, f"the saver never reached the rename: {child.stderr.read() if child.poll() is not None else ''}"
-        os.kill(child.pid, signal.SIGKILL)
-        assert child.wait(timeout=60) == -signal.SIGKILL
-    finally:  # nothing outlives the test, even when an assert above fails
-        child.kill()
-        child.wait()
-        child.stdout.close()
-        child.stderr.close()
-    return Path(line)
+    ready, _, _ = select.select([child.stdout], [], [], 120)
+    line = child.stdout.readline().strip() if ready else ""
+    if not line:
+        stop(child)
+        raise AssertionError("the saver never reached the rename")
+    return child, Path(line)
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
-def test_a_save_killed_before_the_rename_keeps_the_old_checkpoint_and_the_next_save_sweeps_its_temporary(tmp_path):
-    path = tmp_path / "ckpt.pt"
+def stop(child: subprocess.Popen) -> int:
+    """SIGKILL `child` (if still running), reap it, close its pipes; return its exit code."""
+    child.kill()
+    code = child.wait(timeout=60)
+    child.stdout.close()
+    child.stderr.close()
+    return code
+
+
+needs_signals_and_locks = pytest.mark.skipif(
+    not hasattr(signal, "SIGKILL") or os.name != "posix", reason="needs POSIX signals and file locks"
+)
+
+
+@needs_signals_and_locks
+def test_a_killed_save_keeps_the_old_checkpoint_and_the_start_up_sweep_removes_its_temporary(tmp_path):
+    path = tmp_path / "ckpt_20.pt"  # a per-step name: no later save has it
     atomic_save({"iteration": 1, "weights": torch.ones(10_000)}, path)
     before = path.read_bytes()
 
-    temporary = kill_while_paused_before_the_rename(path)
+    child, temporary = start_paused_saver(path)
+    assert stop(child) == -signal.SIGKILL
 
     assert path.read_bytes() == before
     old = torch.load(path, weights_only=True)
     assert old["iteration"] == 1 and torch.equal(old["weights"], torch.ones(10_000))
-    assert sorted(os.listdir(tmp_path)) == sorted(["ckpt.pt", temporary.name]) and temporary.parent == tmp_path
-    assert temporary.name.startswith(".ckpt.pt.") and temporary.name.endswith(".tmp")
+    assert sorted(os.listdir(tmp_path)) == sorted(["ckpt_20.pt", temporary.name]) and temporary.parent == tmp_path
+    assert temporary.name.startswith(".ckpt_20.pt.") and temporary.name.endswith(".tmp")
     assert torch.load(temporary, weights_only=True)["iteration"] == 2  # complete: only the rename was missing
 
-    # Beside it, files that are not temporaries of ckpt.pt: another target's, look-alikes, a backup.
-    others = [".other.pt.0123456789ab.tmp", ".ckpt.pt.old.0123456789ab.tmp", ".ckpt.pt.notes.tmp", "ckpt.pt.bak"]
+    save_checkpoint(*fresh(0), 30, tmp_path / "ckpt_30.pt")  # the next save, under another name,
+    assert temporary.exists()  # does not sweep: only start-up does
+    # Beside it, files that are not atomic_save's temporaries: look-alikes, a backup, notes.
+    others = [".ckpt.pt.notes.tmp", ".ckpt.pt.0123456789AB.tmp", ".ckpt.pt.012345.tmp", "ckpt.pt.bak", ".x.tmp"]
     for name in others:
         (tmp_path / name).write_bytes(b"keep me")
-    save_checkpoint(*fresh(0), 3, path)
-    assert sorted(os.listdir(tmp_path)) == sorted(["ckpt.pt", *others])
-    assert load_checkpoint(path, *fresh(1)) == 3
+    assert remove_stale_temporaries(tmp_path, rank=1) == []  # only rank 0 sweeps
+    assert temporary.exists()
+    assert remove_stale_temporaries(tmp_path) == [temporary.name]  # no process group: rank 0
+    assert sorted(os.listdir(tmp_path)) == sorted(["ckpt_20.pt", "ckpt_30.pt", *others])
+    assert path.read_bytes() == before
+
+
+@needs_signals_and_locks
+def test_the_sweep_keeps_the_temporary_of_a_save_still_running(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    child, temporary = start_paused_saver(path)  # alive, paused before its rename
+    try:
+        assert remove_stale_temporaries(tmp_path) == []
+        assert temporary.exists()
+    finally:
+        stop(child)
+    assert remove_stale_temporaries(tmp_path) == [temporary.name]  # now its writer is dead
+
+
+def test_the_sweep_reads_the_rank_of_the_process_group(tmp_path, monkeypatch):
+    (tmp_path / ".ckpt.pt.0123456789ab.tmp").write_bytes(b"left by a killed save")
+    monkeypatch.setattr(checkpointing.dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(checkpointing.dist, "get_rank", lambda: 3)
+    assert remove_stale_temporaries(tmp_path) == []
+    monkeypatch.setattr(checkpointing.dist, "get_rank", lambda: 0)
+    expected = [".ckpt.pt.0123456789ab.tmp"] if hasattr(os, "lockf") else []
+    assert remove_stale_temporaries(tmp_path) == expected
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")

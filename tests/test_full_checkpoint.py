@@ -217,6 +217,20 @@ def test_resume_is_bit_exact_with_everything_and_only_then(tmp_path, tokens, nam
     assert same_losses == same_weights == (leave_out is None or (leave_out == "optimizer" and name == "sgd"))
 
 
+@pytest.mark.skipif(not hasattr(os, "lockf"), reason="the sweep needs POSIX locks")
+def test_starting_or_resuming_a_run_sweeps_what_killed_saves_left(tmp_path, tokens, fresh):
+    # Temporaries no process holds, of per-step names that no later save reuses, beside a file to keep.
+    orphans = [".ckpt_2.pt.0123456789ab.tmp", ".ckpt_3.pt.ba9876543210.tmp"]
+    for name in orphans:
+        (tmp_path / name).write_bytes(b"a complete checkpoint, never renamed")
+    (tmp_path / "notes.tmp").write_bytes(b"keep me")
+    train_and_save(fresh("sgd", 0, 1), tokens, eight_steps("sgd"), tmp_path / "ckpt_4.pt", device="cpu", stop_step=4)
+    assert sorted(os.listdir(tmp_path)) == ["ckpt_4.pt", "notes.tmp"]
+    (tmp_path / orphans[0]).write_bytes(b"left by a save killed after the start")
+    resume(tmp_path / "ckpt_4.pt", fresh("sgd", 9, 9), tokens, eight_steps("sgd"), device="cpu")
+    assert sorted(os.listdir(tmp_path)) == ["ckpt_4.pt", "notes.tmp"]
+
+
 def test_the_assignments_load_checkpoint_reads_a_full_checkpoint(tmp_path, tokens, fresh):
     # The full format extends the assignment's: its loader restores model, optimizer and iteration.
     run = fresh("adamw", 0, 1)

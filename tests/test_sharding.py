@@ -18,6 +18,7 @@ from lecture_utils.accounting import RECIPES, MemoryBudget
 from lecture_utils.figures.sharding import plot_bytes_per_gpu
 from lecture_utils.figures.style import MAX_WIDTH_IN, too_small_texts, use_style
 from lecture_utils.memory import saved_tensor_bytes
+from lecture_utils.rank_pool import RankError, RankPool, run_ranks
 from lecture_utils.sharding import (
     APPROACHES,
     fsdp2_local_numel,
@@ -26,6 +27,7 @@ from lecture_utils.sharding import (
     make_batch,
     make_model,
     per_gpu_bytes,
+    predicted_buffer_bytes,
     predicted_gathered_bytes,
     predicted_rank_bytes,
     predicted_step_counter_bytes,
@@ -35,7 +37,7 @@ from lecture_utils.sharding import (
     zero1_partition,
 )
 from lecture_utils.sharding_engines import ddp_gradient_buckets, gathered_bytes, track_rank_step
-from lecture_utils.sharding_launch import RankError, main, parse_args, run_ranks
+from lecture_utils.sharding_launch import main, parse_args
 from lecture_utils.sharding_measure import RankReport, check_reports, format_reports, train_rank
 from lecture_utils.step_memory import napkin_peak
 
@@ -111,6 +113,14 @@ def test_gathered_bytes_by_hand():
     running = [4 * layers[0], 4 * (layers[0] + layers[1]), 4 * PSI]
     assert predicted_gathered_bytes(model, "zero2") == [*running, 4 * PSI]  # all kept until the backward
     assert predicted_gathered_bytes(model, "ddp") == predicted_gathered_bytes(model, "zero1") == []
+    # The flat all-gather buffer of the layer computing, in the compute dtype, whether or not it reshards:
+    assert (
+        predicted_buffer_bytes(model, "fsdp2")
+        == predicted_buffer_bytes(model, "zero2")
+        == [4 * n for n in layers] + [0]
+    )
+    assert predicted_buffer_bytes(model, "fsdp2_bf16") == [2 * n for n in layers] + [0]
+    assert predicted_buffer_bytes(model, "ddp") == []
 
 
 def test_gathered_bytes_counts_live_full_parameters_once():
@@ -230,6 +240,8 @@ def test_measured_bytes_equal_predicted(approach, world_size):
     # Full parameters at the forward's end: all of them under ZeRO-2 (fp32), none under ZeRO-3.
     after_forward = {"zero2": [4 * PSI], "fsdp2": [0], "fsdp2_bf16": [0]}.get(approach, [])
     assert all(r.gathered[-1:] == after_forward for r in reports)
+    if approach in ("fsdp2", "fsdp2_bf16"):  # a layer computes with its full weights and its flat buffer
+        assert all(b >= g for r in reports for b, g in zip(r.buffers, r.gathered, strict=True))
     header = format_reports(reports).splitlines()[0]
     assert "passed B" in header and "sent B" in header
 
@@ -307,6 +319,31 @@ def test_no_file_is_left_behind(tmp_path, monkeypatch):
     with pytest.raises(RankError):
         run_ranks(_fail_on_rank_one, 2, timeout_s=10)
     assert list(tmp_path.iterdir()) == []
+
+
+def _pid(rank: int, world_size: int) -> int:
+    return os.getpid()
+
+
+def _sum_of_ranks(rank: int, world_size: int) -> int:
+    total = torch.tensor(float(rank))
+    dist.all_reduce(total)
+    return int(total.item())
+
+
+def test_a_pool_reuses_its_ranks_and_group_and_starts_new_ones_after_a_failure(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with RankPool(3, timeout_s=20) as pool:
+        first = pool.run(_pid)
+        assert pool.run(_sum_of_ranks) == [0 + 1 + 2] * 3  # a collective in the group the first run made
+        assert pool.run(functools.partial(_pid)) == first  # the same processes: nothing forked again
+        with pytest.raises(RankError, match="rank 1 raised ValueError: bad shard"):
+            pool.run(_fail_on_rank_one)
+        assert mp.active_children() == []  # a failed run ends every rank
+        again = pool.run(_pid)
+        assert set(again).isdisjoint(first)  # new ranks, which work
+        assert pool.run(_sum_of_ranks) == [3] * 3
+    assert mp.active_children() == [] and list(tmp_path.iterdir()) == []
 
 
 def _matmul_threads(rank: int, world_size: int) -> int:

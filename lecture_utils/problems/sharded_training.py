@@ -1,7 +1,6 @@
 """Practice for notebook 09: ZeRO-1's bytes per GPU, the fewest GPUs for ZeRO-2, ZeRO-3's extra traffic in
 time, ZeroRedundancyOptimizer's fullest rank, bf16 gathers. Each problem's numbers are set once, below, and
-build both its question and its worked answer; the notebook checks each against its measured sharded runs
-or another route through the package.
+build its question and its worked answer; the notebook checks each against its sharded runs or another route.
 """
 
 import math
@@ -9,6 +8,7 @@ import math
 from lecture_utils.accounting import RECIPES
 from lecture_utils.hardware import ACCELERATORS
 from lecture_utils.practice import Mistake, Problem, Worked
+from lecture_utils.problems import unit_mixup
 from lecture_utils.sharding import (
     STAGES,
     gpt2_small,
@@ -40,7 +40,7 @@ def _zero1_gb() -> Worked:
     held = per_gpu_bytes(Z1_PARAMS, Z1_GPUS, 1, MIXED)
     steps = (
         f"recipe '{MIXED.name}':",
-        f"  {MIXED.formula()} B per parameter",
+        f"  {MIXED.formula()} B/param",
         f"  p = {p}, g = {g}, K = {k} (the fp32 master copy and m, v: all the optimizer keeps)",
         f"ZeRO-1 keeps p + g whole and shards K over {Z1_GPUS} GPUs:",
         f"  ({p} + {g}) x {Z1_PARAMS / 1e9:g}e9 + {k} x {Z1_PARAMS / 1e9:g}e9 / {Z1_GPUS} = {held:.4g} B",
@@ -103,7 +103,7 @@ def _fullest_rank_mb() -> Worked:
     floor_from = next(n for n in range(1, IMBALANCE_RANKS + 1) if max(zero1_partition(model, n)) == largest)
     steps = (
         f"GPT-2 small: {psi:,} parameters; the largest tensor, the token embedding: {largest:,}",
-        "ZeroRedundancyOptimizer gives whole tensors, largest first, to the rank with the fewest so far:",
+        "ZeroRedundancyOptimizer gives whole tensors, largest first, to the rank holding fewest:",
         f"  rank 0 takes the embedding; the other {psi - largest:,} spread over {IMBALANCE_RANKS - 1} ranks",
         f"  at about {(psi - largest) / (IMBALANCE_RANKS - 1):,.0f} each, so nothing more reaches rank 0",
         f"fullest rank: {max(shares):,} x {ADAM_BYTES} B (m and v, fp32) = {fullest / 1e6:.1f} MB",
@@ -118,9 +118,9 @@ def _master_kept_whole_gb() -> float:
     return (MIXED.total - MIXED_SIZES["optimizer_state"] * (1 - 1 / Z1_GPUS)) * Z1_PARAMS / 1e9
 
 
-def _gpus_if(per_param_split: float, per_param_whole: float = 0.0) -> int:
-    """GPUs needed if `per_param_split` bytes of each parameter split and `per_param_whole` stayed whole."""
-    return math.ceil(per_param_split * FIT_PARAMS / (A100.memory_bytes - per_param_whole * FIT_PARAMS))
+def _gpus_if(per_param_split: float, per_param_whole: float = 0.0, memory_scale: float = 1.0) -> int:
+    """GPUs needed if `per_param_split` bytes a parameter split, `per_param_whole` stay whole, on memory_scale A100s."""
+    return math.ceil(per_param_split * FIT_PARAMS / (A100.memory_bytes * memory_scale - per_param_whole * FIT_PARAMS))
 
 
 def _gpt2_average_mb() -> float:
@@ -148,11 +148,11 @@ def _bf16_sent_if(gather_bytes: int, reduce_bytes: int) -> float:
 
 _BF16_BYTES = (MIXED_SIZES["parameters"], MIXED_SIZES["gradients"])  # bf16 weights, bf16 gradients
 _GB_UNITS = {"GiB": 2**30 / 1e9, "TB": 1e3, "MB": 1e-3, "B": 1e-9, "bytes": 1e-9}
-_GIB = "that is in GiB (2^30 bytes): the question asks for GB."
 _PASSED = "that counts the bytes passed to the collectives: a ring rank sends (N - 1)/N of each tensor."
 _MASTER = "the fp32 master copy is optimizer state, sharded with m and v."
 _ZERO3 = "that shards everything (ZeRO-3): ZeRO-1 keeps weights and gradients whole."
 _POOLED = "that pools all the memory, as ZeRO-3 does: ZeRO-2 keeps a full copy of the weights on every GPU."
+_GIB_GPUS = _gpus_if(MIXED.total - MIXED_SIZES["parameters"], MIXED_SIZES["parameters"], 2**30 / 1e9)
 _NO_MASTER = _gpus_if(MIXED_SIZES["gradients"] + MIXED_SIZES["optimizer_state"], MIXED_SIZES["parameters"])
 
 
@@ -172,7 +172,7 @@ PROBLEMS: dict[int, Problem] = {
             Mistake(lambda _: _at_stage(0), "that copies everything to every GPU: ZeRO-1 shards the optimizer's part."),
             Mistake(lambda _: _at_stage(2), "that shards the gradients too (ZeRO-2): ZeRO-1 keeps them whole."),
             Mistake(lambda _: _at_stage(3), _ZERO3),
-            Mistake(lambda gb: gb * 1e9 / 2**30, _GIB),
+            unit_mixup("GiB", "GB"),
         ),
     ),
     2: Problem(
@@ -180,8 +180,8 @@ PROBLEMS: dict[int, Problem] = {
         "the fewest GPUs for ZeRO-2",
         f"A {FIT_PARAMS / 1e9:.0f}B model trains with the same mixed recipe (bf16 weights and gradients, fp32 "
         f"master copy and Adam state) and {STAGES[FIT_STAGE]}, on {A100.name} GPUs "
-        f"({A100.memory_bytes / 1e9:.0f} GB each). Leaving activations out, what is the fewest GPUs that hold it? "
-        "Answer with a whole number of GPUs.",
+        f"({A100.memory_bytes / 1e9:.0f} GB each, 1 GB = 1e9 bytes). Leaving activations out, what is the fewest "
+        "GPUs that hold it? Answer with a whole number of GPUs.",
         "GPUs",
         _fewest_fit,
         "Take off the bytes every GPU keeps whole; then find how many GPUs the split part needs so that it fits.",
@@ -190,6 +190,7 @@ PROBLEMS: dict[int, Problem] = {
         mistakes=(
             Mistake(lambda _: _gpus_if(MIXED.total), _POOLED),
             Mistake(lambda _: _NO_MASTER, "the fp32 master copy is split too, and counts."),
+            Mistake(lambda _: _GIB_GPUS, "that counts the cards' 80 GB as GiB (2^30 B each): here 1 GB is 1e9 B."),
         ),
     ),
     3: Problem(
@@ -223,7 +224,7 @@ PROBLEMS: dict[int, Problem] = {
         mistakes=(
             Mistake(lambda _: _gpt2_average_mb(), "that is the average, K Psi / N: whole tensors do not split evenly."),
             Mistake(lambda mb: mb / 2, "Adam keeps two tensors per parameter, m and v."),
-            Mistake(lambda mb: mb * 1e6 / 2**20, "that is in MiB (2^20 bytes): the question asks for MB."),
+            unit_mixup("MiB", "MB"),
         ),
     ),
     5: Problem(
@@ -243,7 +244,7 @@ PROBLEMS: dict[int, Problem] = {
             ),
             Mistake(lambda _: _bf16_sent_if(*_BF16_BYTES), "reduce_dtype keeps the gradients fp32 on the wire."),
             Mistake(lambda gb: gb * BF16_GPUS / (BF16_GPUS - 1), _PASSED),
-            Mistake(lambda gb: gb * 1e9 / 2**30, _GIB),
+            unit_mixup("GiB", "GB"),
         ),
     ),
 }

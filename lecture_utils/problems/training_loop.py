@@ -12,6 +12,7 @@ from lecture_utils.accounting import plain_recipe
 from lecture_utils.data import token_dtype
 from lecture_utils.optim import AdamW
 from lecture_utils.practice import Mistake, Problem, Worked
+from lecture_utils.problems import unit_mixup
 from lecture_utils.schedule import get_lr_cosine_schedule
 
 # 1: a corpus whose vocabulary outgrows 16 bits
@@ -47,7 +48,8 @@ def _write_seconds() -> Worked:
     seconds = size / DISK_BYTES_PER_S
     kept = " + ".join(f"{name} {n}" for name, n in per_param.items() if name != "gradients")
     steps = (
-        f"fp32 AdamW per parameter: {kept} = {saved} B (gradients are recomputed, not saved)",
+        f"fp32 AdamW per parameter: {kept} = {saved} B",
+        "  (the gradients are recomputed every step, not saved)",
         f"{CKPT_PARAMS / 1e9:g}e9 x {saved} B = {size:.4g} B",
         f"{size:.4g} B / {DISK_BYTES_PER_S:.3g} B/s = {seconds:.1f} s",
     )
@@ -118,7 +120,7 @@ PROBLEMS: dict[int, Problem] = {
         mistakes=(
             Mistake(lambda tb: tb / 2, "the largest id does not fit in 16 bits."),
             Mistake(lambda tb: tb * 2, "that is torch's default int64: on disk the smallest type that fits will do."),
-            Mistake(lambda tb: tb * 1e12 / 2**40, "that is in TiB (2^40 bytes): the question asks for TB."),
+            unit_mixup("TiB", "TB"),
         ),
     ),
     2: Problem(
@@ -168,7 +170,13 @@ PROBLEMS: dict[int, Problem] = {
         "steps",
         _one_pass,
         "Count the target tokens one step trains on, divide, and round up.",
+        rel_tol=0.0,
+        close_tol=0.01,
         mistakes=(
+            Mistake(
+                lambda _: math.floor(PASS_TOKENS / (BATCH * CONTEXT)),
+                "that rounds down: the tokens left over need one more step.",
+            ),
             Mistake(lambda _: PASS_TOKENS / CONTEXT, "each step draws a whole batch of windows, not one."),
             Mistake(lambda _: PASS_TOKENS / BATCH, "each window holds a whole context of targets."),
         ),
