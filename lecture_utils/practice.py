@@ -40,7 +40,7 @@ _QUANTITY = re.compile(rf"\s*({_NUMBER.pattern})\s*(.*?)\s*")
 # Factors between common units (k, M, G, T and their binary cousins): an answer off by one of them
 # has the right digits in the wrong unit.
 _UNIT_SLIPS = (1e3, 1e6, 1e9, 1e12, 2.0**10, 2.0**20, 2.0**30, 2.0**40)
-_SUMMARY = "Worked answer: click to open"
+_SUMMARY = "Worked answer (click to open, again to close)"  # true open or closed, one row
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,8 @@ def _parse_quantity(text: str, unit: str, units: dict[str, float]) -> float:
     folded = {name.casefold(): size for name, size in known.items()}
     if match is None or match.group(2).casefold() not in folded:
         accepted = ", ".join(repr(name) for name in known if name)
-        raise ValueError(f"cannot read {text!r}: write a number, optionally followed by a unit ({accepted})")
+        then = f", optionally followed by a unit ({accepted})" if accepted else " with no unit"
+        raise ValueError(f"cannot read {text!r}: write a number{then}")
     size = known.get(match.group(2), folded[match.group(2).casefold()])
     return float(match.group(1).replace(",", "").replace("_", "")) * size
 

@@ -167,7 +167,7 @@ def test_practice_as_a_student_meets_it(lab_page, capsys):
 def open_worked_answer(driver, panel: str, index: int) -> str:
     """Click a worked answer's summary line, as a student does; the text it then shows."""
     summary = node(driver, panel, index).find_element(By.CSS_SELECTOR, ".jp-OutputArea details > summary")
-    assert summary.text == "Worked answer: click to open", summary.text
+    assert summary.text == "Worked answer (click to open, again to close)", summary.text
     summary.click()
     details = node(driver, panel, index).find_element(By.CSS_SELECTOR, ".jp-OutputArea details")
     wait_until(lambda: details.get_property("open"), "the worked answer opens on a click")

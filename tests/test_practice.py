@@ -19,6 +19,8 @@ import torch
 
 import lecture_utils.problems
 from lecture_utils.practice import Mistake, Problem, Worked, check_answer, read_choices, read_number, reveals
+from lecture_utils.problems import _BYTES as BYTE_UNITS
+from lecture_utils.problems import bytes_for_elements, itemsize_slip, percent_as_fraction, unit_mixup
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -308,3 +310,66 @@ def test_worked_answers_show_folded_with_their_notes():
     shown = worked._repr_html_()
     assert shown.startswith("<details><summary>") and shown.endswith("</pre></details>")
     assert "&lt;exactly&gt;" in shown and "<exactly>" not in shown  # the text is escaped, not rendered
+
+
+# --- what every problem set shares ---------------------------------------------------------------
+
+
+def test_a_unitless_answer_that_cannot_be_read_says_so_without_an_empty_unit_list():
+    with pytest.raises(ValueError, match="write a number with no unit") as error:
+        read_number("twelve", "")
+    assert "()" not in str(error.value)
+
+
+def test_the_shared_slips_give_their_values_and_one_hint_each():
+    assert percent_as_fraction().value(45.0) == pytest.approx(0.45)
+    assert unit_mixup("MB", "MiB").value(1.0) == pytest.approx(2**20 / 1e6)  # 1 MiB read as MB
+    assert unit_mixup("GiB", "GB").value(1.0) == pytest.approx(1e9 / 2**30)
+    assert itemsize_slip("bf16", 4, 2).value(3.0) == 6.0
+    assert bytes_for_elements("fp32", 4).value(5.0) == 20.0
+    assert "MiB, a binary unit" in unit_mixup("MB", "MiB").hint
+    for bad in (lambda: unit_mixup("MB", "MB"), lambda: unit_mixup("MB", "parsecs"), lambda: itemsize_slip("x", 2, 2)):
+        with pytest.raises(ValueError):
+            bad()
+
+
+def test_the_same_slip_gets_the_same_hint_in_every_problem():
+    for name, problem in ALL:
+        value = problem.expected()
+        if isinstance(value, frozenset) or value == 0:
+            continue
+        for mistake in problem.mistakes:
+            ratio = mistake.value(value) / value
+            if problem.unit in ("percent", "%") and math.isclose(ratio, 0.01):
+                assert mistake.hint == percent_as_fraction().hint, f"{name} {problem.number}: {mistake.hint}"
+            for written in BYTE_UNITS:
+                if problem.unit in BYTE_UNITS and written != problem.unit:
+                    if math.isclose(ratio, BYTE_UNITS[problem.unit] / BYTE_UNITS[written], rel_tol=1e-9):
+                        expected = unit_mixup(written, problem.unit).hint
+                        assert mistake.hint == expected, f"{name} {problem.number}: {mistake.hint}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_practice_intro_or_example_gives_an_answer_away(path):
+    # Every cell of the Practice section but the questions, the students' cells and the worked
+    # answers: the heading's intro, the imports, any example. Their text and printed output are
+    # held against every problem's worked value, as a hint is.
+    cells = nbformat.read(path, as_version=4).cells
+    starts = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## Practice")]
+    if not starts:
+        pytest.skip(f"{path.name} has no Practice section")
+    section = cells[starts[0] :]
+    match = next((IMPORT.search(c.source) for c in section if IMPORT.search(c.source)), None)
+    assert match, f"{path.name}: no cell imports PROBLEMS"
+    problems = SETS[match.group(1)].PROBLEMS.values()
+    questions = {p.markdown() for p in problems}
+    others = [
+        c for c in section if c.source not in questions and not re.match(r"answer_\d+ = |# Worked answer \d+", c.source)
+    ]
+    for cell in others:
+        text = cell.source + (output_text(cell) if cell.cell_type == "code" else "")
+        for problem in problems:
+            value = problem.expected()
+            assert not reveals(text, value, problem.rel_tol), (
+                f"{path.name}: {text[:80]!r} gives problem {problem.number}"
+            )

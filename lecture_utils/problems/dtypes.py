@@ -14,6 +14,7 @@ from lecture_utils.fp4 import E2M1_MAX, quantize_nvfp4, round_e2m1
 from lecture_utils.hardware import PCIE_GEN5_X16_BYTES_PER_S
 from lecture_utils.memory import dtype_bytes, tensor_bytes
 from lecture_utils.practice import Mistake, Problem, Worked
+from lecture_utils.problems import itemsize_slip, unit_mixup
 
 MIB = 2**20
 # 1: an embedding table of a large vocabulary
@@ -133,8 +134,8 @@ PROBLEMS: dict[int, Problem] = {
         "Elements times bytes per element, then divide by the bytes in a MiB.",
         units={"GiB": 1024, "KiB": 1 / 1024, "MB": 1e6 / MIB, "GB": 1e9 / MIB, "B": 1 / MIB, "bytes": 1 / MIB},
         mistakes=(
-            Mistake(lambda mib: mib * 2, "that is 4 bytes per element: bf16 takes 2."),
-            Mistake(lambda mib: mib * MIB / 1e6, "that is in MB (a million bytes): a MiB is 1,048,576 bytes."),
+            itemsize_slip("bf16", 4, 2),
+            unit_mixup("MB", "MiB"),
         ),
     ),
     2: Problem(
@@ -203,7 +204,7 @@ PROBLEMS: dict[int, Problem] = {
         "Bytes of the weights, divided by the link's rate in one direction.",
         units={"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6},
         mistakes=(
-            Mistake(lambda s: s * 2, "that is 4 bytes per parameter: bf16 takes 2."),
+            itemsize_slip("bf16", 4, 2, per="parameter"),
             Mistake(lambda s: s / 2, "the spec's rate is already that of one direction, the one the copy uses."),
         ),
     ),

@@ -10,6 +10,7 @@ from lecture_utils.checkpoint_schedule import stored_tensors
 from lecture_utils.flops import forward_flops_per_token, matmul_flops, mfu, training_flops_per_token
 from lecture_utils.hardware import ACCELERATORS
 from lecture_utils.practice import Mistake, Problem, Worked
+from lecture_utils.problems import itemsize_slip, percent_as_fraction, unit_mixup
 from lecture_utils.transformer import TransformerConfig, block_matmul_params, matmul_params
 
 H100 = ACCELERATORS["h100-sxm"]
@@ -148,7 +149,6 @@ def _checkpoint_memory() -> Worked:
 
 
 _PERCENT = {"%": 1.0, "percent": 1.0}
-_AS_FRACTION = "that is a fraction of one: the question asks for percent."
 _MIB_UNITS = {"MB": 1e6 / MIB, "GiB": 1024, "GB": 1e9 / MIB, "KiB": 1 / 1024, "B": 1 / MIB, "bytes": 1 / MIB}
 _SPARSE = "that is what the 2:4-sparse datasheet figure gives: a dense model gets half of it."
 _N_RUN = matmul_params(RUN)
@@ -214,7 +214,7 @@ PROBLEMS: dict[int, Problem] = {
                 "N here is the weights that sit in matmuls: the embedding tables are lookups and the norm "
                 "scales are element-wise, so neither does 6 FLOPs per token.",
             ),
-            Mistake(lambda p: p / 100, _AS_FRACTION),
+            percent_as_fraction(),
             Mistake(lambda p: p / 2, _SPARSE),
             Mistake(lambda p: p / 3, "a training step runs the backward too, twice the forward's FLOPs."),
         ),
@@ -235,7 +235,7 @@ PROBLEMS: dict[int, Problem] = {
                 lambda _: _percent_of_peak(CHECKPOINTED_TOKENS_PER_S, _model_flops(RUN)),
                 "that is the MFU: HFU counts the recomputed forward as work too.",
             ),
-            Mistake(lambda p: p / 100, _AS_FRACTION),
+            percent_as_fraction(),
             Mistake(
                 lambda _: _percent_of_peak(CHECKPOINTED_TOKENS_PER_S, 8 * _N_RUN + 16 * _LHQT_RUN),
                 "8N is a napkin: the rerun covers the blocks, not the unembedding.",
@@ -272,8 +272,8 @@ PROBLEMS: dict[int, Problem] = {
                 lambda mib: mib - _layer_output_bytes() / MIB,
                 "the last segment is never dropped: its input and all its outputs are there when the forward ends.",
             ),
-            Mistake(lambda mib: 2 * mib, "bf16 takes 2 bytes a number."),
-            Mistake(lambda mib: mib * MIB / 1e6, "that is in MB (1e6 bytes): the question asks for MiB."),
+            itemsize_slip("bf16", 4, 2, per="number"),
+            unit_mixup("MB", "MiB"),
         ),
     ),
 }

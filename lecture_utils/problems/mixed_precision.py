@@ -15,6 +15,7 @@ from lecture_utils.hardware import ACCELERATORS
 from lecture_utils.memory import dtype_bytes, tensor_bytes
 from lecture_utils.napkin import largest_model_params, training_days, training_flops
 from lecture_utils.practice import Mistake, Problem, Worked
+from lecture_utils.problems import percent_as_fraction
 
 MIB = 2**20
 FP16, BF16, E4M3 = torch.float16, torch.bfloat16, torch.float8_e4m3fn
@@ -134,7 +135,6 @@ _POWER_OF_TWO = "GradScaler only halves its starting power of two, so every scal
 _WHOLE_NUMBER_SPELLINGS = (math.floor, math.ceil, lambda v: round(v, 2))
 _BINADE = "the gap is the same across a binade (one power of two to the next): freezing starts where one does."
 _SPARSE = "that divides by the 2:4-sparse datasheet figure: a dense model gets half of it."
-_AS_FRACTION = "that is a fraction of one: the question asks for percent."
 _BILLIONS = {"B": 1.0, "billion": 1.0, "M": 1e-3, "million": 1e-3, "params": 1e-9, "parameters": 1e-9}
 _MIB_UNITS = {"KiB": 1 / 1024, "GiB": 1024, "MB": 1e6 / MIB, "B": 1 / MIB, "bytes": 1 / MIB}
 _COPY_MIB = dtype_bytes(BF16) * WIDTH * 4 * WIDTH / MIB  # a bf16 copy of either weight
@@ -182,7 +182,7 @@ PROBLEMS: dict[int, Problem] = {
             Mistake(lambda _: _frozen_at(_frozen_threshold(1)), "rounding to nearest keeps any sum past half a gap."),
             Mistake(lambda _: _frozen_at(_frozen_threshold(1 / 2, binade=False)), _BINADE),
             Mistake(lambda p: p / 2, "negative weights freeze too: count both tails."),
-            Mistake(lambda p: p / 100, _AS_FRACTION),
+            percent_as_fraction(),
         ),
     ),
     3: Problem(
@@ -250,7 +250,7 @@ PROBLEMS: dict[int, Problem] = {
         units={"%": 1.0},
         mistakes=(
             Mistake(lambda p: p / 2, "values far below zero clip too: count both tails."),
-            Mistake(lambda p: p / 100, _AS_FRACTION),
+            percent_as_fraction(),
         ),
     ),
 }

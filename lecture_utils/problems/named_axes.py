@@ -12,6 +12,7 @@ from torch import Tensor
 
 from lecture_utils.flops import matmul_flops
 from lecture_utils.practice import Mistake, Problem, Worked
+from lecture_utils.problems import bytes_for_elements
 from lecture_utils.strides import contiguous_strides
 
 # 1: attention scores of one layer
@@ -137,7 +138,7 @@ PROBLEMS: dict[int, Problem] = {
                 lambda _: contiguous_strides((X_SHAPE[0], N_HEADS, X_SHAPE[1], X_SHAPE[2] // N_HEADS))[1],
                 "that is the stride a copy would have: rearrange returns a view of x here.",
             ),
-            Mistake(lambda s: s * 4, "that is in bytes: a stride counts elements (an fp32 element is 4 bytes)."),
+            bytes_for_elements("fp32", 4),
         ),
     ),
     4: Problem(

@@ -11,6 +11,7 @@ from lecture_utils.fp4 import bits_per_value
 from lecture_utils.hardware import ACCELERATORS
 from lecture_utils.napkin import SECONDS_PER_DAY, cluster_flops_per_day, training_flops
 from lecture_utils.practice import Mistake, Problem, Worked
+from lecture_utils.problems import unit_mixup
 from lecture_utils.sharding import STAGES, Stage, largest_params, per_gpu_bytes
 
 H100, H200, B200 = ACCELERATORS["h100-sxm"], ACCELERATORS["h200-sxm"], ACCELERATORS["b200"]
@@ -197,7 +198,7 @@ PROBLEMS: dict[int, Problem] = {
         mistakes=(
             Mistake(lambda gb: gb / DDP_GPUS, "that shards the state: plain data parallelism copies it to every GPU."),
             Mistake(lambda gb: gb / 2, "Adam keeps two tensors the size of the model, m and v."),
-            Mistake(lambda gb: gb * 1e9 / 2**30, "that is in GiB (2^30 bytes): the question asks for GB."),
+            unit_mixup("GiB", "GB"),
         ),
     ),
     6: Problem(
@@ -219,7 +220,7 @@ PROBLEMS: dict[int, Problem] = {
             ),
             Mistake(lambda gb: gb * 8, "that is in bits: a byte holds 8 of them."),
             Mistake(lambda _: FP4_PARAMS * 2 / 1e9, "that is the weights in bf16, 16 bits each."),
-            Mistake(lambda gb: gb * 1e9 / 2**30, "that is in GiB (2^30 bytes): the question asks for GB."),
+            unit_mixup("GiB", "GB"),
         ),
     ),
 }

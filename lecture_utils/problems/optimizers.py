@@ -15,6 +15,7 @@ from lecture_utils.hardware import ACCELERATORS
 from lecture_utils.models import cruncher_activation_numel, cruncher_num_parameters, truncated_normal_std
 from lecture_utils.optim import OPTIMIZERS, Adam
 from lecture_utils.practice import Mistake, Problem, Worked
+from lecture_utils.problems import unit_mixup
 from lecture_utils.step_memory import napkin_peak
 
 MIB = 2**20
@@ -169,7 +170,7 @@ PROBLEMS: dict[int, Problem] = {
         mistakes=(
             Mistake(lambda gb: 2 * gb, "momentum keeps a tensor per parameter too: only one of AdamW's goes."),
             Mistake(lambda gb: gb / 2, "every tensor is fp32 here: 4 bytes a number."),
-            Mistake(lambda gb: gb * 1e9 / 2**30, "that is in GiB (2^30 bytes): the question asks for GB."),
+            unit_mixup("GiB", "GB"),
         ),
     ),
     4: Problem(
@@ -212,7 +213,7 @@ PROBLEMS: dict[int, Problem] = {
                 lambda _: napkin_peak(_peak_budget(), first_step=True) / MIB,
                 "that is the first step, where the state appears only at the step.",
             ),
-            Mistake(lambda mib: mib * MIB / 1e6, "that is in MB (1e6 bytes): the question asks for MiB (2^20 bytes)."),
+            unit_mixup("MB", "MiB"),
         ),
     ),
 }

@@ -11,6 +11,7 @@ import torch
 from lecture_utils.hardware import ACCELERATORS
 from lecture_utils.memory import storage_bytes, tensor_bytes
 from lecture_utils.practice import Mistake, Problem, Worked
+from lecture_utils.problems import itemsize_slip
 from lecture_utils.strides import shares_storage, storage_index
 
 H100 = ACCELERATORS["h100-sxm"]
@@ -149,7 +150,7 @@ PROBLEMS: dict[int, Problem] = {
         units={"us": 1.0, "µs": 1.0, "ms": 1e3, "s": 1e6},
         mistakes=(
             Mistake(lambda us: us / 2, "a copy reads every byte and writes it again: count both."),
-            Mistake(lambda us: us * 2, "bf16 takes 2 bytes per element."),
+            itemsize_slip("bf16", 4, 2),
         ),
     ),
 }
