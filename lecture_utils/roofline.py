@@ -14,6 +14,7 @@ import torch
 from lecture_utils.checks import NonNegativeFloat, PositiveFloat, PositiveInt, PositiveInts
 from lecture_utils.flops import arithmetic_intensity, matmul_bytes, matmul_flops
 from lecture_utils.matmul_benchmark import MatmulResult
+from lecture_utils.op_intensity import ACTIVATION_FLOPS
 from lecture_utils.peaks import matmul_precision
 from lecture_utils.timing import time_fn, work_clock
 
@@ -148,4 +149,34 @@ def time_token_matmuls(
             "token matmul", precision, t, matmul_flops((t, d), (d, f)), matmul_bytes((t, d), (d, f), dtype), s
         )
         for t, s in zip(tokens, seconds, strict=True)
+    ]
+
+
+def time_activations(
+    device: torch.device | str,
+    numel: PositiveInt,
+    *,
+    dtype: torch.dtype = torch.float32,
+    rounds: PositiveInt = 3,
+    min_trial_s: NonNegativeFloat = 0.002,
+) -> list[MeasuredKernel]:
+    """Time ReLU and GELU on `numel` values into a preallocated output: the same bytes, x read, y written (notebook 04).
+
+    FLOPs are counted per value as the 2026 lecture counts them (op_intensity.ACTIVATION_FLOPS).
+    ReLU is max(x, 0), as torch.clamp_min, which writes into `out=`; GELU is torch's default, the
+    erf form. A fresh output per call would time the allocator too: on a CPU, faulting in new pages.
+    """
+    device = torch.device(device)
+    generator = torch.Generator(device=device).manual_seed(0)
+    x = torch.randn(numel, generator=generator, device=device).to(dtype)
+    out = torch.empty_like(x)
+    calls = {
+        "relu": lambda: torch.clamp_min(x, 0.0, out=out),
+        "gelu": lambda: torch.ops.aten.gelu.out(x, out=out),
+    }
+    seconds = _best_of_rounds(list(calls.values()), device, rounds, min_trial_s)
+    precision = matmul_precision(dtype)
+    return [
+        MeasuredKernel(name, precision, numel, ACTIVATION_FLOPS[name] * numel, x.nbytes + out.nbytes, s)
+        for name, s in zip(calls, seconds, strict=True)
     ]

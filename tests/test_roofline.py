@@ -8,7 +8,14 @@ import torch
 from lecture_utils.figures.flops import plot_roofline, plot_token_intensity
 from lecture_utils.flops import count_flops
 from lecture_utils.peaks import Peak
-from lecture_utils.roofline import MeasuredKernel, matmul_kernel, time_adds, time_matvec, time_token_matmuls
+from lecture_utils.roofline import (
+    MeasuredKernel,
+    matmul_kernel,
+    time_activations,
+    time_adds,
+    time_matvec,
+    time_token_matmuls,
+)
 
 
 def test_a_matmul_kernel_has_the_closed_form_intensity(h100_bf16):
@@ -93,3 +100,15 @@ def test_token_intensity_figure_shades_each_side_of_the_crossing_and_marks_its_p
     with pytest.raises(ValueError, match=r"marks \['prefill'\] are not among"):
         plot_token_intensity(tokens, intensities, 5.0, "ridge", {"prefill": 3}, "test")
     plt.close("all")
+
+
+def test_activations_move_the_same_bytes_and_compute_what_torch_computes():
+    relu, gelu = time_activations("cpu", 1024, rounds=1, min_trial_s=0.0)
+    x = torch.empty(1024)
+    assert (relu.kernel, gelu.kernel) == ("relu", "gelu")
+    assert relu.bytes_moved == gelu.bytes_moved == 2 * x.nbytes  # read x, write y
+    assert (relu.flops, gelu.flops) == (1024, 20 * 1024)  # the 2026 lecture's counts per value
+    assert 0 < relu.seconds < 1 and 0 < gelu.seconds < 1
+    values, out = torch.randn(64), torch.empty(64)
+    assert torch.equal(torch.clamp_min(values, 0.0, out=out), torch.relu(values))  # the timed ReLU
+    assert torch.equal(torch.ops.aten.gelu.out(values, out=out), torch.nn.functional.gelu(values))
