@@ -13,6 +13,7 @@ MACHINE_SPECIFIC = re.compile(r"(?<![\w.])/(?:[\w.-]+/){2,}[\w.-]+|\b0x[0-9a-fA-
 IMAGE_REF = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)|<img[^>]+src=\"([^\"]+)\"")
 ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 RAISES = {"raises-exception", "nbval-raises-exception"}
+FRAME = re.compile(r"\s*(File |Cell In\[|.*Traceback \(most recent call last\))")  # a traceback's frames
 
 
 def code_cells(path: Path) -> list[nbformat.NotebookNode]:
@@ -113,3 +114,18 @@ def test_no_notebook_function_shadows_a_package_one(path):
         defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef)}
         shadowed = sorted(defined & package)
         assert not shadowed, f"{path.name} [{cell.execution_count}] defines {shadowed}, as lecture_utils does"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_intended_errors_show_short(path):
+    # What the room reads is the error itself: no frames (`%xmode Minimal` in the cell drops them)
+    # and a message that fits a slide.
+    for cell in code_cells(path):
+        for output in cell.outputs:
+            if output.output_type != "error":
+                continue
+            shown = ANSI_COLOUR.sub("", "\n".join(output.traceback)).splitlines()
+            where = f"{path.name} [{cell.execution_count}] {output.ename}"
+            frames = [line for line in shown if FRAME.match(line)]
+            assert not frames, f"{where}: shows frames ({frames[0].strip()!r}); start the cell with %xmode Minimal"
+            assert len(shown) <= 12, f"{where}: {len(shown)} lines of traceback"
