@@ -16,16 +16,23 @@ from lecture_utils.device import device_type, torch_threads
 Clock = Literal["wall", "thread"]
 
 
+def _one_cpu_thread(device: torch.device | str) -> bool:
+    """Torch runs on the CPU on one thread, and the thread clock is fine enough to time a call."""
+    one_thread = device_type(device) == "cpu" and torch.get_num_threads() == 1
+    return one_thread and time.get_clock_info("thread_time").resolution <= 1e-6
+
+
 def work_clock(device: torch.device | str) -> Clock:
     """The clock that counts only the work: "thread" on a CPU running torch on one thread, else "wall" (notebook 04).
 
     On one CPU thread the work is the calling thread's CPU time, which the waits for a core that
     other programs cause on a shared machine do not add to. On several threads, or on a GPU, the
     work happens outside the calling thread, so only wall time counts it, as it does where the
-    thread clock is coarse (Windows ticks it every 15.6 ms).
+    thread clock is coarse (Windows ticks it every 15.6 ms) and where the matmul library may start
+    threads of its own: only MKL is known to keep to torch's thread count (Apple's Accelerate or an
+    OpenBLAS built with pthreads may not).
     """
-    one_cpu_thread = device_type(device) == "cpu" and torch.get_num_threads() == 1
-    return "thread" if one_cpu_thread and time.get_clock_info("thread_time").resolution <= 1e-6 else "wall"
+    return "thread" if _one_cpu_thread(device) and torch.backends.mkl.is_available() else "wall"
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,7 @@ def time_fn(
     the clock's overhead is repeated within a trial until the trial lasts `min_trial_s`.
     `clock="thread"` counts the calling thread's CPU time instead of wall time (see work_clock).
     """
-    if clock == "thread" and work_clock(device) != "thread":
+    if clock == "thread" and not _one_cpu_thread(device):
         raise ValueError(
             "clock='thread' counts only the calling thread's CPU time: it needs a CPU with torch on one "
             f"thread (here {torch.device(device).type}, {torch.get_num_threads()} threads); use clock='wall'"
