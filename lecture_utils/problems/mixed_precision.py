@@ -62,7 +62,8 @@ def _frozen_percent() -> Worked:
     start = _frozen_threshold(1 / 2)
     share = _normal_tail(start, WEIGHT_STD)
     steps = (
-        f"in bf16 the gap above 2^e is eps x 2^e, eps = {eps:g}; w + lr rounds back to w when lr < half of it",
+        f"in bf16 the gap above 2^e is eps x 2^e, eps = {eps:g};",
+        "  w + lr rounds back to w when lr < half of it",
         f"  that is when 2^e > lr / (eps / 2) = {LR:g} / {eps / 2:g} = {LR / (eps / 2):.4g}",
         f"it holds from 2^{math.log2(start):.0f} = {start:g} on (a binade's start): those weights keep their values",
         f"P(|w| >= {start:g}) for std {WEIGHT_STD:g} = erfc({start:g} / ({WEIGHT_STD:g} x sqrt 2)) = {share:.4f}",
@@ -73,7 +74,8 @@ def _frozen_percent() -> Worked:
 def _main_grad_largest() -> Worked:
     largest = largest_model_params(NVL.memory_bytes, MAIN_GRAD.total)
     steps = (
-        f"recipe '{MAIN_GRAD.name}': {MAIN_GRAD.formula()} B per parameter",
+        f"recipe '{MAIN_GRAD.name}', bytes per parameter:",
+        f"  {MAIN_GRAD.formula()}",
         f"largest = {NVL.memory_bytes:.3g} B / {MAIN_GRAD.total} B = {largest:.4g} parameters",
     )
     return Worked(steps, largest / 1e9, f"{largest / 1e9:.2f}B parameters")
@@ -85,10 +87,10 @@ def _autocast_saved() -> Worked:
 
     t, d = BLOCK_TOKENS, WIDTH
     saved = {
-        f"the 1st linear's input, cast to bf16 ({t} x {d}), for its weight's gradient": kept(t, d),
+        f"the 1st linear's input in bf16 ({t} x {d}), for its weight's gradient": kept(t, d),
         f"GELU's input ({t} x {4 * d}), bf16 as the 1st matmul returns it": kept(t, 4 * d),
         f"the 2nd linear's input, GELU's bf16 output ({t} x {4 * d})": kept(t, 4 * d),
-        f"the bf16 copy of the 2nd weight ({d} x {4 * d}), for the gradient of its input": kept(d, 4 * d),
+        f"the 2nd weight's bf16 copy ({d} x {4 * d}), for its input's gradient": kept(d, 4 * d),
     }
     total = sum(saved.values())
     steps = (
