@@ -34,7 +34,7 @@ Layers = nn.ModuleList | Sequence[nn.Module]  # a ModuleList is indexable and si
 
 
 def backward_storing_all(layers: Layers, x: torch.Tensor) -> torch.Tensor:
-    """The plain step: every layer's activations kept for the backward. Returns the loss."""
+    """The plain step: every layer's activations kept for the backward. Returns the loss (notebook 05)."""
     h = x
     for layer in layers:
         h = layer(h)
@@ -44,7 +44,7 @@ def backward_storing_all(layers: Layers, x: torch.Tensor) -> torch.Tensor:
 
 
 def backward_storing_every(layers: Layers, x: torch.Tensor, every: PositiveInt) -> torch.Tensor:
-    """checkpoint_sequential in len(layers) / every segments: each segment's input kept. Returns the loss.
+    """checkpoint_sequential in len(layers) / every segments, each keeping its input. Returns the loss (notebook 05).
 
     The reentrant variant: its recomputation runs as an ordinary forward inside the backward, so a
     saved-tensor hook sees what it stores (the non-reentrant one stores it behind its own hook).
@@ -61,7 +61,7 @@ def backward_storing_every(layers: Layers, x: torch.Tensor, every: PositiveInt) 
 
 
 def backward_storing_none(layers: Layers, x: torch.Tensor) -> torch.Tensor:
-    """Keep nothing: for each layer, last first, rerun the prefix from x, then that layer with grad. Returns the loss.
+    """Keep nothing: per layer, last first, rerun the prefix from x, then it with grad. Returns the loss (notebook 05).
 
     Only one layer's activations exist at a time. Gradients land in the parameters and, if x
     requires grad, in x.grad, as loss.backward() would put them.
@@ -87,16 +87,16 @@ def backward_storing_none(layers: Layers, x: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class ScheduleCost:
-    """What one forward and backward under a schedule cost: the most saved bytes at once, and the FLOPs."""
+    """What a forward and backward under a schedule cost: the most saved bytes at once, the FLOPs (notebook 05)."""
 
     peak_saved_bytes: int
     flops: int
 
 
 def measure_schedule(model: nn.Module, x: torch.Tensor, run: Callable[[], object]) -> ScheduleCost:
-    """Run `run()` (a forward and backward of `model` on `x`) under a saved-tensor counter and FlopCounterMode.
+    """Run `run()`, a forward and backward of `model` on `x`, under a saved-bytes counter and FlopCounterMode.
 
-    Saved tensors are counted while autograd holds them, recomputation included; the model's
+    Saved tensors are counted while autograd holds them, recomputation included (notebook 05); the model's
     parameters and x are saved too but exist anyway, so they are not counted.
     """
     counter = ActivationCounter(model, [x])
@@ -109,7 +109,7 @@ def measure_schedule(model: nn.Module, x: torch.Tensor, run: Callable[[], object
 
 
 def stored_tensors(schedule: Schedule, num_layers: PositiveInt, every: PositiveInt = 1) -> int:
-    """Napkin: the most layer outputs stored at once (the input x not counted).
+    """Napkin: the most layer outputs stored at once, the input x not counted (notebook 05).
 
     all: L. none: 2 (one layer's input and output). every k, in s = L / k segments: s - 2 segment
     inputs (the first is x) plus the last segment's input and its k outputs, s + k - 1; the
@@ -125,7 +125,7 @@ def stored_tensors(schedule: Schedule, num_layers: PositiveInt, every: PositiveI
 
 
 def recomputed_layers(schedule: Schedule, num_layers: NonNegativeInt, every: PositiveInt = 1) -> int:
-    """Napkin: layer forwards rerun during the backward.
+    """Napkin: layer forwards rerun during the backward (notebook 05).
 
     all: 0. none: layer i reruns its i - 1 predecessors and itself, 1 + 2 + ... + L = L (L + 1) / 2.
     every k: each segment but the last once, L - k.

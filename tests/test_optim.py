@@ -16,8 +16,8 @@ from lecture_utils.optim import (
     AdamW,
     Momentum,
     RMSProp,
-    trajectories,
 )
+from lecture_utils.trajectories import trajectories
 
 # name -> (ours, torch's, shared hyperparameters, options only torch needs to do the same math)
 CASES = {
