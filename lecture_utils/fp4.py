@@ -47,11 +47,15 @@ def e2m1_codes(x: Float[Tensor, "*shape"]) -> Int[Tensor, "*shape"]:
     return index + 8 * x.detach().signbit()
 
 
+def e2m1_decode(codes: Int[Tensor, "*shape"]) -> Float[Tensor, "*shape"]:
+    """The fp32 value of each e2m1 code, by table: code 8 + c is the negative of code c (notebook 01)."""
+    magnitude = _MAGNITUDES.to(codes.device)[codes % 8]
+    return torch.where(codes >= 8, -magnitude, magnitude)
+
+
 def round_e2m1(x: Float[Tensor, "*shape"]) -> Float[Tensor, "*shape"]:
     """x rounded to the nearest e2m1 value, as fp32 (notebook 01)."""
-    codes = e2m1_codes(x)
-    magnitude = _MAGNITUDES.to(x.device)[codes % 8]
-    return torch.where(codes >= 8, -magnitude, magnitude)
+    return e2m1_decode(e2m1_codes(x))
 
 
 def pack_e2m1(codes: Int[Tensor, "*rows cols"]) -> Tensor:
@@ -77,8 +81,7 @@ class BlockQuantized:
     @property
     def values(self) -> Float[Tensor, "rows cols"]:
         """The dequantized matrix, fp32: each code's value times its block's scale."""
-        magnitude = _MAGNITUDES.to(self.codes.device)[self.codes % 8]
-        signed = torch.where(self.codes >= 8, -magnitude, magnitude).unflatten(1, (-1, self.block))
+        signed = e2m1_decode(self.codes).unflatten(1, (-1, self.block))
         return (signed * self.block_scales[..., None]).flatten(1)
 
 

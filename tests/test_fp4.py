@@ -12,6 +12,7 @@ import torch
 from lecture_utils.fp4 import (
     bits_per_value,
     e2m1_codes,
+    e2m1_decode,
     e2m1_value,
     pack_e2m1,
     quantize_mxfp4,
@@ -59,6 +60,7 @@ def test_e2m1_values_from_the_bits_match_the_spec_and_torch(torch_reference):
     ours = [e2m1_value(code) for code in range(16)]
     assert ours[:8] == SPEC_VALUES and ours[8:] == [-v for v in SPEC_VALUES]
     assert math.copysign(1.0, ours[8]) == -1.0  # code 8 is -0
+    assert e2m1_decode(torch.arange(16)).tolist() == ours  # the table agrees with the bit fields
     decoded = torch_reference["_floatx_unpacked_to_f32"](torch.arange(16, dtype=torch.uint8), 2, 1)
     assert decoded.tolist() == ours
 
