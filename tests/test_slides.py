@@ -11,9 +11,9 @@ the space bar, as a presenter does. On each step it checks that the slide's cont
 slide area (no part below, above or beside it, nothing that scrolls sideways, no printed line
 wrapped), that no error shows (no error output outside cells tagged raises-exception, nothing on
 stderr, no widget that failed to display, no path of this checkout), and on a calculator's slide
-that dragging a slider changes the result it shows, with no copy of the old result beside it.
-One screenshot per slide, taken with all its fragments shown, goes to a temporary folder whose
-path the test prints.
+that dragging a slider changes the result and the figure it shows, with no copy of the old
+result beside it. One screenshot per slide, taken with all its fragments shown, goes to a
+temporary folder whose path the test prints.
 
 A notebook whose cells carry no slide metadata yet is skipped, saying so.
 
@@ -170,7 +170,9 @@ if (!out) return null;
 // the rest of the calculator cell's output: where a stale copy of the result would show
 const outputs = out.closest('.jp-Cell').querySelector('.jp-OutputArea').cloneNode(true);
 outputs.querySelectorAll('.calc-root').forEach(node => node.remove());
+const img = out.closest('.calc-root').querySelector('img');
 return {inputs: out.dataset.inputs, beside: outputs.textContent,
+        figure: img ? img.src.length + ':' + img.src.slice(-300) : '',
         numbers: Array.from(out.querySelectorAll('.calc-number'), cell => cell.textContent)};
 """
 
@@ -221,6 +223,9 @@ def move_a_slider(driver) -> None:
             assert after["numbers"] != before["numbers"], f"the result stayed {before['numbers']} for {after['inputs']}"
             stale = [n for n in before["numbers"] if n not in after["numbers"] and n in after["beside"]]
             assert not stale, f"beside the moved calculator, a copy of its old result still shows {stale}"
+            while before["figure"] and driver.execute_script(READ_CALCULATOR)["figure"] == before["figure"]:
+                assert time.monotonic() < deadline, "the calculator's figure did not follow its slider"
+                time.sleep(0.1)
             return
     raise AssertionError(f"the calculator's result did not answer its slider: {before}")
 
