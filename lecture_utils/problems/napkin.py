@@ -182,7 +182,10 @@ PROBLEMS: dict[int, Problem] = {
             Mistake(lambda _: _largest_at(3), "that shards the weights too (ZeRO-3): ZeRO-2 keeps them whole."),
             Mistake(lambda _: _largest_at(1), "that keeps the gradients whole (ZeRO-1): ZeRO-2 shards them too."),
             Mistake(lambda _: _largest_at(0), "that copies everything to every GPU, as plain data parallelism does."),
-            Mistake(lambda b: b * 2**30 / 1e9, "that reads 141 GB as GiB: the question counts 1 GB as 1e9 bytes."),
+            Mistake(
+                lambda b: b * 2**30 / 1e9,
+                f"that reads {H200.memory_bytes / 1e9:.0f} GB as GiB: the question counts 1 GB as 1e9 bytes.",
+            ),
         ),
     ),
     5: Problem(
