@@ -9,11 +9,11 @@ Per notebook the test opens /rise/<notebook>, runs the code up to each calculato
 (a code cell whose stored output is an ipywidget), and then walks every slide and fragment with
 the space bar, as a presenter does. On each step it checks that the slide's content fits the
 slide area (no part below, above or beside it, nothing that scrolls sideways, no printed line
-wrapped), that no error shows (no error output outside cells tagged raises-exception, nothing on
-stderr, no widget that failed to display, no path of this checkout), and on a calculator's slide
-that dragging a slider changes the result and the figure it shows, with no copy of the old
-result beside it. One screenshot per slide, taken with all its fragments shown, goes to a
-temporary folder whose path the test prints.
+wrapped), that its math is typeset, that no error shows (no error output outside cells tagged
+raises-exception, nothing on stderr, no widget that failed to display, no path of this checkout),
+and on a calculator's slide that dragging a slider changes the result and the figure it shows,
+with no copy of the old result beside it. One screenshot per slide, taken with all its fragments
+shown, goes to a temporary folder whose path the test prints.
 
 A notebook whose cells carry no slide metadata yet is skipped, saying so.
 
@@ -42,8 +42,18 @@ RAISES = {"raises-exception", "nbval-raises-exception"}
 
 require_browser()
 
-# The slide page is up: its app (exposed by the tests' hook), the notebook's kernel and reveal.js.
-READY = """
+# Markdown cells on the slides whose source holds TeX ($...$, not an escaped \\$) but that show no MathJax.
+UNRENDERED_MATH = """
+const unrenderedMath = panel => panel.content.widgets.map((cell, index) => ({cell, index})).filter(({cell}) =>
+  cell.model.type === 'markdown' && (cell.model.getMetadata('slideshow') || {}).slide_type !== 'skip'
+  && /(^|[^\\\\])\\$[^$\\n]+\\$/.test(cell.model.sharedModel.getSource())
+  && !cell.node.querySelector('mjx-container')).map(({index}) => index);
+"""
+
+# The slide page is up: its app (exposed by the tests' hook), the notebook's kernel, reveal.js, and the math.
+READY = (
+    UNRENDERED_MATH
+    + """
 const done = arguments[arguments.length - 1];
 (async () => {
   for (let i = 0; i < 600 && !(window.jupyterapp && document.querySelector('.reveal.ready')); i++) {
@@ -52,9 +62,14 @@ const done = arguments[arguments.length - 1];
   const panel = window.jupyterapp.shell.currentWidget;
   await panel.context.ready;
   await panel.sessionContext.ready;
+  // MathJax typesets after the markdown renders: give it up to 10 s
+  for (let i = 0; i < 100 && unrenderedMath(panel).length; i++) {
+    await new Promise(resolve => setTimeout(resolve, 100));
+  }
   done({cells: panel.content.widgets.length});
 })().catch(error => done({error: String(error.stack || error)}));
 """
+)
 
 # Run the code cells 0..arguments[0] as the presenter's Shift+Enter does; report errors in any.
 RUN_UP_TO = """
@@ -81,7 +96,9 @@ const [last, done] = [arguments[0], arguments[arguments.length - 1]];
 """
 
 # What the current slide shows, and what is wrong with it at this zoom.
-LOOK = """
+LOOK = (
+    UNRENDERED_MATH
+    + """
 const root = arguments[0];
 const area = document.querySelector('.reveal .slides').getBoundingClientRect();
 const stack = document.querySelectorAll('.reveal .slides section.present');
@@ -141,6 +158,9 @@ for (const {cell, index} of cells) {
     }
   }
 }
+for (const index of unrenderedMath(panel)) {
+  if (cells.some(c => c.index === index)) problems.push(`cell ${index}: its math shows as TeX, not typeset`);
+}
 const text = slide.innerText;
 if (text.includes('Error displaying widget')) problems.push('a widget failed to display');
 if (text.includes(root)) problems.push(`the checkout's path ${root} shows`);
@@ -156,6 +176,7 @@ return {
   problems,
 };
 """
+)
 
 NOW = """
 const stack = document.querySelectorAll('.reveal .slides section.present');
