@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from torch.utils.checkpoint import checkpoint
 
 from lecture_utils.checkpoint_schedule import (
     backward_storing_all,
@@ -85,3 +86,13 @@ def test_bad_schedules_are_refused():
         stored_tensors("every", 6, 4)
     with pytest.raises(ValueError, match="require grad"):
         backward_storing_every(net.layers, x.detach(), 3)
+
+
+@pytest.mark.parametrize("reentrant, seen", [(True, 16), (False, 0)])
+def test_only_the_reentrant_checkpoint_shows_its_recomputation_to_the_counter(reentrant, seen):
+    # Why backward_storing_every uses use_reentrant=True: one checkpoint over the whole stack keeps
+    # only x, then recomputes all 16 outputs in the backward; the non-reentrant variant stores them
+    # behind its own saved-tensor hook, where the counter cannot see them.
+    net, x = _net_and_input(16)
+    cost = measure_schedule(net, x, lambda: checkpoint(net, x, use_reentrant=reentrant).sum().backward())
+    assert cost.peak_saved_bytes == seen * B * D * 4
