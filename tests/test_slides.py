@@ -283,6 +283,7 @@ def walk(driver, lab, path: Path, shots: Path) -> tuple[int, int, list[str]]:
         if look["shown"] == look["fragments"]:
             driver.save_screenshot(str(shots / f"{path.stem}-{len(seen):02d}.png"))
         if look["last"]:
+            assert bool(moved) == bool(calculators), f"{path.name}: the calculators {calculators} showed on no slide"
             return len(seen), steps, problems
         state = [look["id"], look["shown"]]
         ActionChains(driver).send_keys(Keys.SPACE).perform()
