@@ -44,12 +44,18 @@ def _is_temporary(name: str) -> bool:
     )
 
 
-def _lock(fd: int, blocking: bool) -> bool:
-    """Take a POSIX lock on the whole file behind `fd` (open for writing); False if another process holds one."""
+def _lock(fd: int, blocking: bool) -> bool | None:
+    """Take a POSIX lock on the whole file behind `fd` (open for writing).
+
+    True if taken; False if another process holds one; None if the file system refuses locks
+    (ENOLCK on NFS without lockd, ENOSYS on Lustre mounted noflock, EOPNOTSUPP on some FUSE).
+    """
     try:
         os.lockf(fd, os.F_LOCK if blocking else os.F_TLOCK, 0)
     except (BlockingIOError, PermissionError):  # EAGAIN or EACCES, as the system reports a held lock
         return False
+    except OSError:  # no locks on this file system: the caller decides what that means
+        return None
     return True
 
 
@@ -57,20 +63,24 @@ def remove_stale_temporaries(directory: str | os.PathLike, *, rank: int | None =
     """Delete the temporaries killed saves left in `directory`, whatever checkpoint they were for (notebook 07).
 
     Call it at start-up, on rank 0 only (`rank` defaults to this process's rank in torch.distributed,
-    0 without a process group; other ranks return at once): rank 0 is the one that saves, and one
-    sweeper cannot race another. A save killed before its rename (SIGKILL, the OOM killer, a
-    preempted node) runs no cleanup and leaves a full-size `.{name}.{12 hex digits}.tmp`; with
-    per-step names (ckpt_{step}.pt) no later save has its name, so only a sweep of the whole
+    or, before init_process_group, to the RANK variable torchrun sets, 0 without it; other ranks
+    return at once): rank 0 is the one that saves. Two sweepers (two jobs sharing a directory) do no
+    harm: a file the other already removed is skipped. A save killed before its rename (SIGKILL, the
+    OOM killer, a preempted node) runs no cleanup and leaves a full-size `.{name}.{12 hex digits}.tmp`;
+    with per-step names (ckpt_{step}.pt) no later save has its name, so only a sweep of the whole
     directory finds it. Stale or live is told by a lock, not by a name or an age: atomic_save holds
     a POSIX lock (os.lockf) on its temporary until the rename, and the kernel drops it when the saver
     dies, however it dies. A process id in the name would be reused (often 1 in a container) and
     means nothing in another container; an age cannot tell a slow save of a large model from a dead
     one. A POSIX lock belongs to a process, so the sweep cannot see this process's own saves: run it
-    before this process saves, as start-up does. Without os.lockf (Windows) nothing is removed.
+    before this process saves, as start-up does. Where locks are refused (Windows has no os.lockf;
+    ENOLCK, ENOSYS or EOPNOTSUPP from the file system) live cannot be told from stale, so nothing is
+    removed.
     Returns the names removed.
     """
     if rank is None:
-        rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+        in_group = dist.is_available() and dist.is_initialized()
+        rank = dist.get_rank() if in_group else int(os.environ.get("RANK", 0))
     if rank != 0 or not hasattr(os, "lockf"):
         return []
     removed = []
@@ -83,9 +93,12 @@ def remove_stale_temporaries(directory: str | os.PathLike, *, rank: int | None =
         except (FileNotFoundError, PermissionError):  # renamed since the listing, or another user's
             continue
         try:
-            if _lock(fd, blocking=False):  # no process holds it: its writer is gone
+            # True: no process holds it, its writer is gone. None: locks refused, so unknown: keep it.
+            if _lock(fd, blocking=False) is True:
                 os.remove(path)
                 removed.append(name)
+        except FileNotFoundError:  # another sweeper removed it, or a live save renamed it, meanwhile
+            pass
         finally:
             os.close(fd)  # releases our lock
     return removed
@@ -102,7 +115,9 @@ def atomic_save(
     across a power loss; the rename is atomic on a POSIX file system (local disks, and NFS, Lustre
     and the like within one directory), not on every object store. An exception removes the
     temporary; a kill cannot, so it stays until remove_stale_temporaries runs at the next start-up,
-    which tells it from a live save's by the lock this function holds on it until the rename. The
+    which tells it from a live save's by the lock this function holds on it until the rename. The lock
+    is best effort: on a file system that refuses POSIX locks (ENOLCK, ENOSYS, EOPNOTSUPP) the save
+    still happens, unlocked, and the sweep there removes nothing. The
     file is created with mode 0o666 less the umask, as open() would make it (0644 under umask 022).
     _before_replace(temporary path), if given, runs once the bytes are on disk, before the rename:
     a hook for crash tests. Both kinds of checkpoint use this (notebook 07).
@@ -116,6 +131,8 @@ def atomic_save(
     try:
         # Locked until the rename, so a sweep knows this temporary is alive. (A sweep in the instant
         # between the open and the lock could remove it; the rename below would then fail loudly.)
+        # Best effort: where the file system refuses locks the save goes on unlocked, and the sweep,
+        # refused too, removes nothing.
         if hasattr(os, "lockf"):
             _lock(fd, blocking=True)
         with os.fdopen(fd, "wb") as f:

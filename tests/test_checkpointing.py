@@ -2,6 +2,7 @@
 survive a SIGKILL before the rename, a start-up sweep removes what such a kill leaves but not a live save's
 temporary, and files follow the umask."""
 
+import errno
 import io
 import os
 import pickle
@@ -215,3 +216,46 @@ def test_a_checkpoint_gets_the_permissions_open_would_give_it(tmp_path, umask, m
         os.umask(previous)
     assert stat.S_IMODE((tmp_path / "ckpt.pt").stat().st_mode) == mode
     assert stat.S_IMODE((tmp_path / "plain").stat().st_mode) == mode
+
+
+@pytest.mark.skipif(not hasattr(os, "lockf"), reason="needs os.lockf")
+@pytest.mark.parametrize("code", ["ENOLCK", "ENOSYS", "EOPNOTSUPP"])
+def test_where_the_file_system_refuses_locks_saves_go_on_and_the_sweep_removes_nothing(tmp_path, monkeypatch, code):
+    def refuse(fd, command, length):
+        raise OSError(getattr(errno, code), os.strerror(getattr(errno, code)))
+
+    monkeypatch.setattr(os, "lockf", refuse)  # as NFS without lockd, Lustre noflock, some FUSE
+    save_checkpoint(*fresh(0), 7, tmp_path / "ckpt.pt")
+    assert load_checkpoint(tmp_path / "ckpt.pt", *fresh(1)) == 7
+    left = tmp_path / ".ckpt.pt.0123456789ab.tmp"  # live or stale: without a lock nobody can tell
+    left.write_bytes(b"maybe a save still running")
+    assert remove_stale_temporaries(tmp_path) == []
+    assert left.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "lockf"), reason="needs os.lockf")
+def test_a_temporary_gone_before_its_removal_is_skipped(tmp_path, monkeypatch):
+    names = [".a.pt.0123456789ab.tmp", ".b.pt.0123456789ab.tmp"]
+    for name in names:
+        (tmp_path / name).write_bytes(b"left by a killed save")
+    real_lock = checkpointing._lock
+
+    def another_sweeper_first(fd, blocking):  # the other sweeper removes .a between our open and lock
+        (tmp_path / names[0]).unlink(missing_ok=True)
+        return real_lock(fd, blocking)
+
+    monkeypatch.setattr(checkpointing, "_lock", another_sweeper_first)
+    real_listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda d: [*real_listdir(d), ".c.pt.0123456789ab.tmp"])  # gone at open
+    assert remove_stale_temporaries(tmp_path) == [names[1]]
+    assert real_listdir(tmp_path) == []
+
+
+def test_before_the_process_group_the_sweep_reads_torchruns_rank(tmp_path, monkeypatch):
+    (tmp_path / ".ckpt.pt.0123456789ab.tmp").write_bytes(b"left by a killed save")
+    monkeypatch.setenv("RANK", "2")
+    assert remove_stale_temporaries(tmp_path) == []
+    assert (tmp_path / ".ckpt.pt.0123456789ab.tmp").exists()
+    monkeypatch.setenv("RANK", "0")
+    expected = [".ckpt.pt.0123456789ab.tmp"] if hasattr(os, "lockf") else []
+    assert remove_stale_temporaries(tmp_path) == expected
