@@ -6,7 +6,8 @@ values (+0 and -0). A value that coarse is only useful with a scale beside each 
 
 - NVFP4 (NVIDIA, Blackwell): blocks of 16 values, each with an fp8 e4m3 scale, and one fp32
   scale for the whole tensor that brings the block scales into e4m3's range.
-- MXFP4 (OCP Microscaling): blocks of 32 values, each with an e8m0 scale, a bare power of two.
+- MXFP4 (OCP Microscaling): blocks of 32 values, each with an e8m0 scale, a bare power of two
+  (the spec's rule for it, or the round-up rule some hardware and torch's tests use).
 
 Here a quantized matrix is its codes (one int per value) and its scales; `values` multiplies them
 back out in fp32, so the error can be measured on any device, and `pack_e2m1` stores the codes two
@@ -14,6 +15,7 @@ to a byte, as `torch.float4_e2m1fn_x2`.
 """
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from jaxtyping import Float, Int
@@ -22,6 +24,7 @@ from torch import Tensor
 from lecture_utils.checks import NonNegativeInt, PositiveInt
 
 E2M1_MAX = 6.0
+_E2M1_EMAX = 2  # the exponent of e2m1's largest power of two, 4
 # The eight magnitudes in code order 0b000 ... 0b111: (exponent, fraction) = (00,0) (00,1) (01,0) ...
 _MAGNITUDES = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
 _MIDPOINTS = (_MAGNITUDES[1:] + _MAGNITUDES[:-1]) / 2
@@ -111,16 +114,23 @@ def quantize_nvfp4(x: Float[Tensor, "rows cols"]) -> BlockQuantized:
     return BlockQuantized(codes.flatten(1), scale, tensor_scale, 16)
 
 
-def quantize_mxfp4(x: Float[Tensor, "rows cols"]) -> BlockQuantized:
+def quantize_mxfp4(x: Float[Tensor, "rows cols"], scale_rule: Literal["ocp", "rceil"] = "ocp") -> BlockQuantized:
     """MXFP4: e2m1 codes in blocks of 32 along a row, each block scaled by a power of two (e8m0) (notebook 01).
 
-    The scale is the smallest power of two that brings the block's largest magnitude to 6 or below,
-    so nothing clips (the OCP spec's own rule rounds the exponent down and lets the top saturate).
+    scale_rule "ocp", the OCP MX spec's: 2^(floor(log2 amax) - 2), e2m1's largest power of two being
+    2^2, so a block's largest values may land past 6 and saturate there. "rceil" (torch's test
+    reference, NVIDIA's hardware option): the smallest power of two that brings amax to 6 or below.
     """
+    if scale_rule not in ("ocp", "rceil"):
+        raise ValueError(f'scale_rule is "ocp" or "rceil", not {scale_rule!r}')
     blocks = _blocks(x, 32)
     amax = blocks.abs().amax(dim=2)
-    exponent = torch.log2(amax / E2M1_MAX).ceil().clamp(-127, 127)  # e8m0 holds 2^-127 ... 2^127
-    scale = torch.where(amax > 0, torch.exp2(exponent), 1.0)
+    if scale_rule == "ocp":
+        exponent = torch.log2(amax).floor() - _E2M1_EMAX
+    else:
+        exponent = torch.log2(amax / E2M1_MAX).ceil()
+    # e8m0 holds 2^-127 ... 2^127; an all-zero block takes scale 1
+    scale = torch.where(amax > 0, torch.exp2(exponent.clamp(-127, 127)), 1.0)
     return BlockQuantized(e2m1_codes(blocks / scale[..., None]).flatten(1), scale, 1.0, 32)
 
 

@@ -91,9 +91,31 @@ def test_mxfp4_matches_torch_reference(torch_reference):
     codes = torch.stack([nibbles & 0xF, nibbles >> 4], dim=-1).flatten(1)
     reference = torch_reference["_floatx_unpacked_to_f32"](codes, 2, 1).unflatten(1, (-1, 32))
     reference = (reference * torch.exp2(scales.view(torch.uint8).float() - 127)[..., None]).flatten(1)
-    ours = quantize_mxfp4(w.float())
+    ours = quantize_mxfp4(w.float(), scale_rule="rceil")  # torch's reference rounds the scale up
     assert torch.equal(ours.codes, codes.long()) and torch.equal(ours.values, reference)
     assert torch.equal(pack_e2m1(ours.codes).view(torch.uint8), nibbles)
+
+
+def test_mxfp4_ocp_scale_is_the_spec_rule_from_the_exponent_bits():
+    # OCP MX spec v1.0, 6.3: scale 2^(floor(log2 amax) - emax), emax = 2 for e2m1; read the exponent
+    # off frexp (amax = m * 2^e, m in [0.5, 1), so floor(log2 amax) = e - 1) instead of log2
+    gen = torch.Generator().manual_seed(6)
+    w = torch.randn(16, 256, generator=gen) * torch.rand(16, 1, generator=gen) * 10
+    w[0, :32] = 0.0  # an all-zero block
+    w[1, :32] = 4.0  # amax a power of two: 4 -> scale 1, exact
+    q = quantize_mxfp4(w)
+    amax = w.reshape(16, -1, 32).abs().amax(dim=2)
+    expect_scale = torch.where(amax > 0, torch.ldexp(torch.ones_like(amax), torch.frexp(amax).exponent - 3), 1.0)
+    assert torch.equal(q.block_scales, expect_scale)
+    scaled = w.reshape(16, -1, 32) / expect_scale[..., None]
+    assert scaled.abs().amax() < 8 and (scaled.abs().amax(dim=2)[amax > 0] >= 4).all()  # [4, 8): may saturate
+    table = torch.tensor(SPEC_VALUES)
+    nearest = table[(scaled.abs().clamp(max=6)[..., None] - table).abs().argmin(dim=-1)]
+    assert torch.allclose(q.values.abs(), (nearest * expect_scale[..., None]).flatten(1))
+    assert torch.equal(q.values[1, :32], w[1, :32])
+    rceil = quantize_mxfp4(w, scale_rule="rceil")  # never smaller than the spec's, nothing past 6
+    assert (rceil.block_scales >= q.block_scales).all()
+    assert (w.reshape(16, -1, 32).abs() / rceil.block_scales[..., None]).amax() <= 6
 
 
 def test_nvfp4_matches_a_brute_force_search():
@@ -137,6 +159,8 @@ def test_bad_inputs_are_refused():
         quantize_nvfp4(torch.ones(2, 24))
     with pytest.raises(ValueError, match="blocks of 32"):
         quantize_mxfp4(torch.ones(2, 48))
+    with pytest.raises((TypeError, ValueError), match="scale_rule"):  # the type check may catch it first
+        quantize_mxfp4(torch.ones(2, 32), scale_rule="floor")
     with pytest.raises(ValueError, match="finite"):
         quantize_nvfp4(torch.tensor([[math.inf] * 16]))
     with pytest.raises(ValueError, match="0 to 15"):
