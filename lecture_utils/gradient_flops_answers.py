@@ -21,7 +21,8 @@ CROSSOVER = TransformerConfig(vocab_size=32_768, max_seq_len=8_192, d_model=1_02
 # 3 and 4: a TinyLM of about 1.3B matmul weights on one H100, without and with checkpointing
 RUN = TransformerConfig(vocab_size=50_304, max_seq_len=2_048, d_model=2_048, n_layers=24, n_heads=16, d_ff=8_192)
 RUN_TOKENS_PER_S, CHECKPOINTED_TOKENS_PER_S = 40_000, 33_000
-# 5: the 2026 lecture's deep network (relu(x @ W) blocks) in bf16, checkpointed in segments
+# 5: a deep network of the 2026 lecture's kind (relu(x @ W) blocks; the lecture's own is B = 64, D = 1,024,
+# L = 16) at a larger size, in bf16, checkpointed in segments
 CKPT_LAYERS, CKPT_EVERY, CKPT_BATCH, CKPT_DIM = 64, 8, 16_384, 2_048
 MIB = 2**20
 
@@ -147,6 +148,9 @@ def checkpoint_memory() -> Worked:
         f" segment's input is the batch), and the last segment in full, its input and its {every} outputs"
         f" ({every + 1})",
         "the backward holds less: by the time a segment is recomputed the last one is freed",
+        "use_reentrant=False, as asked, keeps the same tensors as the reentrant variant the notebook measures"
+        " with: checkpoint_sequential keeps each checkpointed segment's input and runs the last segment"
+        " unchecked either way; only how the rerun is recorded differs",
         f"peak = ({segments - 2} + {every + 1}) x {one / MIB:g} MiB = {stored} x {one / MIB:g}"
         f" = {stored * one / MIB:g} MiB",
     )

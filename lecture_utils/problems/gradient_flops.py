@@ -133,9 +133,10 @@ PROBLEMS: dict[int, Problem] = {
     5: Problem(
         5,
         "checkpoint memory for a given depth",
-        f"The 2026 lecture's deep network: L = {CKPT_LAYERS} blocks, each relu(x @ W) with W of {CKPT_DIM:,} x "
-        f"{CKPT_DIM:,}, trains in bf16 on a batch of B = {CKPT_BATCH:,} rows. It runs as "
-        f"`checkpoint_sequential(blocks, {CKPT_LAYERS // CKPT_EVERY}, x)`: {CKPT_LAYERS // CKPT_EVERY} segments of "
+        f"A deep network of the 2026 lecture's kind (relu(x @ W) blocks), with L = {CKPT_LAYERS} blocks and W of "
+        f"{CKPT_DIM:,} x {CKPT_DIM:,}, trains in bf16 on a batch of B = {CKPT_BATCH:,} rows. It runs as "
+        f"`checkpoint_sequential(blocks, {CKPT_LAYERS // CKPT_EVERY}, x, use_reentrant=False)`: "
+        f"{CKPT_LAYERS // CKPT_EVERY} segments of "
         f"{CKPT_EVERY} blocks, each keeping only its input, except the last segment, which is stored in full. A "
         "block saves its input and its output for the backward; a tensor passed between two blocks is stored once. "
         "Counting only the B x D layer outputs (not the input batch, not the weights), what is the most memory "
