@@ -101,9 +101,10 @@ def predicted_buffer_bytes(model: nn.Module, approach: Approach) -> list[int]:
 
     A layer's all-gather fills one flat buffer with its full parameters in the compute dtype, which
     are then copied out into the parameters. In the forward, FSDP2 (torch 2.13's
-    `_fsdp_param_group.py`) keeps that buffer until the next layer's gathered parameters are copied
-    out, so a layer computes with two copies of its full weights alive; the root frees the last one
-    as the forward ends. The same for ZeRO-2 and ZeRO-3: it is not the resharding that keeps it.
+    `_fsdp_param_group.py`) keeps that buffer until the next layer's all-gather is done (freed in
+    wait_for_unshard, just before that layer's copy-out), so a layer computes with two copies of
+    its full weights alive; the root frees the last one as the forward ends. The same for ZeRO-2
+    and ZeRO-3: it is not the resharding that keeps it.
     """
     if approach not in FSDP2_SETTINGS:
         return []

@@ -1,3 +1,4 @@
+import base64
 import re
 from pathlib import Path
 
@@ -106,3 +107,26 @@ def test_slide_figures_fit_one_projector_screen(name, tmp_path):
     (path,) = draw_all(tmp_path, [name])
     height_px = plt.imread(path).shape[0] * DISPLAY_DPI / STORED_DPI
     assert height_px <= 600, f"{name} shows {height_px:.0f} CSS px tall"
+
+
+def shown_height_px(output: dict) -> float:
+    """CSS pixels a notebook shows a stored PNG output at: its display metadata, else its pixels."""
+    shown = output.get("metadata", {}).get("image/png", {})
+    if "height" in shown:
+        return float(shown["height"])
+    png = base64.b64decode(output["data"]["image/png"])
+    return int.from_bytes(png[20:24], "big") * DISPLAY_DPI / STORED_DPI  # IHDR height, stored at 2x
+
+
+# Notebooks 05-09's figures on slides, as committed: each fits the part of a 1080p projector a slide
+# leaves at 150% zoom (about 600 CSS px); their text sizes are tested with the drawing functions.
+@pytest.mark.parametrize("notebook", ["05", "06", "07", "08", "09"])
+def test_slide_figures_in_notebooks_fit_one_projector_screen(notebook):
+    (path,) = (Path(__file__).resolve().parent.parent / "notebooks").glob(f"{notebook}_*.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.metadata.get("slideshow", {}).get("slide_type") in ("skip", "notes", None):
+            continue
+        for output in cell.get("outputs", []):
+            if "image/png" in output.get("data", {}):
+                assert shown_height_px(output) <= 600, f"{path.name} cell {i}: taller than a slide"
