@@ -125,8 +125,8 @@ def quantize_mxfp4(x: Float[Tensor, "rows cols"], scale_rule: Literal["ocp", "rc
         raise ValueError(f'scale_rule is "ocp" or "rceil", not {scale_rule!r}')
     blocks = _blocks(x, 32)
     amax = blocks.abs().amax(dim=2)
-    if scale_rule == "ocp":
-        exponent = torch.log2(amax).floor() - _E2M1_EMAX
+    if scale_rule == "ocp":  # frexp: amax = m * 2^e, m in [0.5, 1); exact, no rounding of a log
+        exponent = (torch.frexp(amax).exponent - 1 - _E2M1_EMAX).float()
     else:
         exponent = torch.log2(amax / E2M1_MAX).ceil()
     # e8m0 holds 2^-127 ... 2^127; an all-zero block takes scale 1

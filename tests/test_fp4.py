@@ -97,15 +97,17 @@ def test_mxfp4_matches_torch_reference(torch_reference):
 
 
 def test_mxfp4_ocp_scale_is_the_spec_rule_from_the_exponent_bits():
-    # OCP MX spec v1.0, 6.3: scale 2^(floor(log2 amax) - emax), emax = 2 for e2m1; read the exponent
-    # off frexp (amax = m * 2^e, m in [0.5, 1), so floor(log2 amax) = e - 1) instead of log2
+    # OCP MX spec v1.0, 6.3: scale 2^(floor(log2 amax) - emax), emax = 2 for e2m1; here log2 in fp64
     gen = torch.Generator().manual_seed(6)
     w = torch.randn(16, 256, generator=gen) * torch.rand(16, 1, generator=gen) * 10
     w[0, :32] = 0.0  # an all-zero block
     w[1, :32] = 4.0  # amax a power of two: 4 -> scale 1, exact
+    w[2, 0] = torch.nextafter(torch.tensor(2.0), torch.tensor(0.0))  # below 2: floor(log2) = 0
+    w[2, 1:32] = 0.0
     q = quantize_mxfp4(w)
     amax = w.reshape(16, -1, 32).abs().amax(dim=2)
-    expect_scale = torch.where(amax > 0, torch.ldexp(torch.ones_like(amax), torch.frexp(amax).exponent - 3), 1.0)
+    exponent = torch.where(amax > 0, amax.double().log2().floor() - 2, 0.0)
+    expect_scale = torch.exp2(exponent).float()
     assert torch.equal(q.block_scales, expect_scale)
     scaled = w.reshape(16, -1, 32) / expect_scale[..., None]
     assert scaled.abs().amax() < 8 and (scaled.abs().amax(dim=2)[amax > 0] >= 4).all()  # [4, 8): may saturate
