@@ -14,7 +14,8 @@ from lecture_utils.checks import PositiveFloat, PositiveInt
 from lecture_utils.flops import arithmetic_intensity, matmul_bytes, matmul_flops
 
 # FLOPs per value, as the 2026 lecture counts them: ReLU compares each value with 0; GELU's tanh
-# is approximated (by a polynomial, say), about 20 FLOPs in all.
+# is approximated (by a polynomial, say), about 20 FLOPs in all. torch's default gelu, which
+# roofline.time_activations times, is the erf form instead.
 ACTIVATION_FLOPS = {"relu": 1, "gelu": 20}
 
 
