@@ -13,6 +13,7 @@ MACHINE_SPECIFIC = re.compile(r"(?<![\w.])/(?:[\w.-]+/){2,}[\w.-]+|\b0x[0-9a-fA-
 IMAGE_REF = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)|<img[^>]+src=\"([^\"]+)\"")
 ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 RAISES = {"raises-exception", "nbval-raises-exception"}
+SLIDE_TYPES = {"slide", "subslide", "fragment", "-", "skip", "notes"}  # RISE's
 FRAME = re.compile(r"\s*(File |Cell In\[|.*Traceback \(most recent call last\))")  # a traceback's frames
 
 
@@ -129,3 +130,14 @@ def test_intended_errors_show_short(path):
             frames = [line for line in shown if FRAME.match(line)]
             assert not frames, f"{where}: shows frames ({frames[0].strip()!r}); start the cell with %xmode Minimal"
             assert len(shown) <= 12, f"{where}: {len(shown)} lines of traceback"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_cell_has_a_slide_type(path):
+    # The lecture path (README, "Presenting the lecture as slides"): RISE reads these; the first
+    # cell, the title, opens the slideshow.
+    cells = nbformat.read(path, as_version=4).cells
+    kinds = [cell.metadata.get("slideshow", {}).get("slide_type") for cell in cells]
+    missing = [i for i, kind in enumerate(kinds) if kind not in SLIDE_TYPES]
+    assert not missing, f"{path.name}: cells {missing[:12]} have no known metadata.slideshow.slide_type"
+    assert kinds[0] == "slide", f"{path.name}: the first cell is {kinds[0]!r}, not a slide"

@@ -15,7 +15,8 @@ and on a calculator's slide that dragging a slider changes the result and the fi
 with no copy of the old result beside it. One screenshot per slide, taken with all its fragments
 shown, goes to a temporary folder whose path the test prints.
 
-A notebook whose cells carry no slide metadata yet is skipped, saying so.
+Every cell of every notebook carries a slide type (tests/test_notebook_hygiene.py checks it
+without a browser); a notebook without them fails here too.
 
 Needs Debian's chromium and chromium-driver (`make browser`). Without them the test is skipped,
 unless REQUIRE_BROWSER_TEST=1 (set by .ci/run), where it fails instead.
@@ -297,9 +298,8 @@ def walk(driver, lab, path: Path, shots: Path) -> tuple[int, int, list[str]]:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
 def test_every_slide_fits_and_shows_no_error(path, request, capsys):
-    if not has_slide_metadata(path):
-        pytest.skip(f"{path.name} has no slide metadata yet (metadata.slideshow.slide_type on every cell)")
-    driver, lab, shots = request.getfixturevalue("browser")  # started only for a notebook with slides
+    assert has_slide_metadata(path), f"{path.name}: every cell needs metadata.slideshow.slide_type"
+    driver, lab, shots = request.getfixturevalue("browser")
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     start = time.monotonic()
     try:
