@@ -43,10 +43,8 @@ class Accelerator:
         """Datasheet FLOP/s for a precision; sparse=True gives the 2:4-sparsity figure."""
         table = self.sparse if sparse else self.dense
         if precision not in table:
-            kind = "2:4-sparse" if sparse else "dense"
-            raise ValueError(
-                f"the {self.name} datasheet gives no {kind} {precision} figure; it has {sorted(table) or 'none'}"
-            )
+            kind, listed = "2:4-sparse" if sparse else "dense", ", ".join(sorted(table)) or "none"
+            raise ValueError(f"the {self.name} datasheet gives no {kind} {precision} figure; it lists {listed}")
         return table[precision]
 
 

@@ -169,8 +169,9 @@ def test_expected_speedup_of_an_unknown_card_is_refused():
 
 
 def test_a_figure_the_datasheet_does_not_print_is_an_error_not_a_guess():
-    with pytest.raises(ValueError, match="no dense fp8"):
+    with pytest.raises(ValueError, match="no dense fp8") as refused:
         ACCELERATORS["a100-sxm-80gb"].peak("fp8")
+    assert "lists bf16, fp16, fp32" in str(refused.value) and "[" not in str(refused.value)  # words, not a repr
     with pytest.raises(ValueError, match="no 2:4-sparse fp16"):
         ACCELERATORS["t4"].peak("fp16", sparse=True)
 
