@@ -62,7 +62,7 @@ def cast_fp8(
     if not (scale > 0).all() or not torch.isfinite(scale).all():
         raise ValueError("every scale must be positive and finite: x is divided by it")
     fmax = torch.finfo(dtype).max
-    # Clip explicitly: e4m3fn has no inf, and before 2.12 torch's CPU cast gave NaN past 448 + half a step.
+    # Clip explicitly: e4m3fn has no inf, and before 2.13 torch's CPU cast gave NaN past 448 + half a step.
     return (x.float() / scale).clamp(-fmax, fmax).to(dtype)
 
 

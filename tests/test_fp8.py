@@ -96,7 +96,7 @@ def test_cast_fp8_clips_what_a_stale_scale_cannot_hold_like_torch_saturating_cas
     scale = torch.tensor(2.0 / E4M3_MAX)  # from an amax of 2: 4 and 8 no longer fit
     q = cast_fp8(x, scale)
     assert q.float().tolist() == [112.0, -224.0, 448.0, -448.0, 448.0]
-    # torch 2.12+ saturates the cast itself: the clamp in cast_fp8 must agree with it bit for bit
+    # torch 2.13+ saturates the cast itself: the clamp in cast_fp8 must agree with it bit for bit
     assert torch.equal(q.view(torch.uint8), (x / scale).to(torch.float8_e4m3fn).view(torch.uint8))
 
 
