@@ -19,7 +19,7 @@ PORT ?= 8888
 # Where `make gpu` writes its matmul record (copy it to notebooks/data/ to commit it).
 RECORD ?= $(or $(TMPDIR),/tmp)/matmul_record.json
 
-.PHONY: setup lab test restore gpu browser load-test outputs figures timing clean
+.PHONY: setup lab test restore gpu browser load-test outputs figures timing clean assignment-check
 
 setup: $(VENV)/.installed
 
@@ -76,5 +76,23 @@ figures: setup
 timing: setup
 	CUDA_VISIBLE_DEVICES= $(BIN)/python tools/execute_notebooks.py
 
+# The five files of "The assignment's functions" (README), each copied alone into an empty folder and
+# run in a fresh interpreter, in assignment 1's locked environment: Python 3.12 where there is one,
+# torch 2.6.0 and the jaxtyping, einops and numpy of its uv.lock, in .venv-assignment (lecture_utils is
+# not installed there: it needs torch 2.13). A check to run by hand, not part of `make test`: on Linux
+# that torch is a CUDA build of several GB. The pins are exact, so pip reads no config file here (one
+# that caps releases or names a mirror could only refuse them): ASSIGNMENT_PIP_CONFIG=<file> uses yours.
+ASSIGNMENT_PINS := torch==2.6.0 jaxtyping==0.3.0 einops==0.8.1 numpy==2.2.4
+ASSIGNMENT_PYTHON ?= $(shell python3.12 -c "" >/dev/null 2>&1 && echo python3.12 || echo $(PYTHON))
+ASSIGNMENT_PIP_CONFIG ?= /dev/null
+
+assignment-check: .venv-assignment/.installed
+	.venv-assignment/bin/python tests/test_copyable.py
+
+.venv-assignment/.installed:
+	test -x .venv-assignment/bin/python || $(ASSIGNMENT_PYTHON) -m venv .venv-assignment
+	PIP_CONFIG_FILE=$(ASSIGNMENT_PIP_CONFIG) .venv-assignment/bin/python -m pip install --quiet $(ASSIGNMENT_PINS)
+	touch $@
+
 clean:
-	rm -rf .venv .venv-torch* *.egg-info
+	rm -rf .venv .venv-torch* .venv-assignment *.egg-info

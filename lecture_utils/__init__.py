@@ -33,7 +33,7 @@ OLDEST_TORCH = "2.13"
 if torch.torch_version.TorchVersion(torch.__version__) < OLDEST_TORCH:
     raise ImportError(
         f"lecture_utils needs torch {OLDEST_TORCH} or newer; this environment has torch {torch.__version__}. "
-        f'Install a supported release (pip install "torch>={OLDEST_TORCH},<2.15"), or run `make setup`, '
+        f'Install a supported release (pip install "torch>={OLDEST_TORCH},<2.16"), or run `make setup`, '
         "which installs the release the committed outputs were recorded with."
     )
 

@@ -31,6 +31,7 @@ class CpuInfo:
     mhz: float | None  # "cpu MHz": the base clock in a VM, the current one on bare metal
     cores: int  # physical cores: hyperthreads share one core's FMA pipes
     arm: bool
+    arm_part: str = ""  # "0x41:0xd40": Arm's "CPU implementer" and "CPU part"; "" on x86
 
 
 def parse_cpuinfo(text: str) -> CpuInfo:
@@ -58,7 +59,18 @@ def parse_cpuinfo(text: str) -> CpuInfo:
         mhz=float(mhz) if mhz else None,
         cores=len(cores) or max(processors, 1),
         arm="asimd" in flags or "CPU implementer" in first,
+        arm_part=f"{first['CPU implementer']}:{first.get('CPU part', '')}" if "CPU implementer" in first else "",
     )
+
+
+# Arm cores by (implementer, part), with their FP/SIMD pipes: 128-bit NEON pipes that each do a
+# fused multiply-add, from Arm's Software Optimization Guides (Neoverse N1: V0-V1, two pipes;
+# Neoverse V1 and V2: V0-V3, four). Docker on Apple Silicon shows part 0x000: not named here.
+ARM_PARTS: dict[str, tuple[int, str]] = {
+    "0x41:0xd0c": (16, "Arm Neoverse N1 (Graviton2): 2 x 128-bit FMA pipes"),
+    "0x41:0xd40": (32, "Arm Neoverse V1 (Graviton3): 4 x 128-bit FMA pipes"),
+    "0x41:0xd4f": (32, "Arm Neoverse V2 (Graviton4, Grace): 4 x 128-bit FMA pipes"),
+}
 
 
 def fp32_flops_per_cycle(info: CpuInfo) -> tuple[int, str]:
@@ -75,6 +87,8 @@ def fp32_flops_per_cycle(info: CpuInfo) -> tuple[int, str]:
         return 64, "AVX-512: 2 x 512-bit FMA units assumed (Xeon Gold/Platinum; cores with one unit: half)"
     if "avx2" in info.flags and "fma" in info.flags:
         return 32, "AVX2: 2 x 256-bit FMA units assumed"
+    if info.arm and info.arm_part in ARM_PARTS:
+        return ARM_PARTS[info.arm_part]
     if info.arm:
         return 16, "Arm NEON: 2 x 128-bit FMA pipes assumed (Apple M-series and Neoverse V2 have 4: double)"
     raise ValueError("cannot tell this CPU's vector pipes (no AVX2+FMA, AVX-512 or NEON); report achieved FLOP/s only")

@@ -12,12 +12,21 @@ Choice = TypeVar("Choice")  # what per_device() picks between: a size, a trial c
 
 
 def pick_device() -> torch.device:
-    """The first CUDA GPU if there is one, else the CPU; notebooks never need two GPUs (notebook 00)."""
+    """The first CUDA GPU if there is one, else the CPU; notebooks never need two GPUs (notebook 00).
+
+    Apple's GPU (torch's "mps" device) is left out on purpose: MPS has no float64 and no float8
+    tensors, which notebooks 01 and 08 use, and its timers and memory counters are not CUDA's, so
+    every measured cell would need a third branch. A Mac runs the notes on its CPU: the same
+    lessons at CPU sizes, with achieved FLOP/s but no estimated peak (macOS has no /proc/cpuinfo).
+    """
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
 
 
 def device_type(device: torch.device | str) -> Literal["cpu", "cuda"]:
-    """'cpu' or 'cuda': the two device types the notes can size, synchronize, time and name (notebook 04)."""
+    """'cpu' or 'cuda': the two device types the notes can size, synchronize, time and name (notebook 04).
+
+    "mps" raises: see pick_device for why Apple's GPU is left out.
+    """
     kind = torch.device(device).type
     if kind not in ("cpu", "cuda"):
         raise ValueError(f"device type {kind!r} is not supported: the notes run on 'cpu' or 'cuda'")

@@ -119,16 +119,21 @@ def quantize_mxfp4(x: Float[Tensor, "rows cols"], scale_rule: Literal["ocp", "rc
 
     scale_rule "ocp", the OCP MX spec's: 2^(floor(log2 amax) - 2), e2m1's largest power of two being
     2^2, so a block's largest values may land past 6 and saturate there. "rceil" (torch's test
-    reference, NVIDIA's hardware option): the smallest power of two that brings amax to 6 or below.
+    reference, NVIDIA's hardware option): the smallest power of two that brings amax to 6 or below,
+    found exactly from amax's bits. (ceil(log2(amax / 6)) computed in fp32, as torch's reference and
+    torchao do, comes out one too small for amax a few ulps above 6 x 2^k, and that block's largest
+    value then saturates at 6.)
     """
     if scale_rule not in ("ocp", "rceil"):
         raise ValueError(f'scale_rule is "ocp" or "rceil", not {scale_rule!r}')
     blocks = _blocks(x, 32)
     amax = blocks.abs().amax(dim=2)
-    if scale_rule == "ocp":  # frexp: amax = m * 2^e, m in [0.5, 1); exact, no rounding of a log
-        exponent = (torch.frexp(amax).exponent - 1 - _E2M1_EMAX).float()
-    else:
-        exponent = torch.log2(amax / E2M1_MAX).ceil()
+    # frexp: amax = m * 2^e, m in [0.5, 1), exactly; no logarithm is rounded
+    mantissa, power = torch.frexp(amax)
+    if scale_rule == "ocp":
+        exponent = (power - 1 - _E2M1_EMAX).float()
+    else:  # 6 x 2^(e - 3) = 0.75 x 2^e holds amax when m <= 0.75, else 6 x 2^(e - 2) = 1.5 x 2^e
+        exponent = (power - 3 + (mantissa > 0.75).int()).float()
     # e8m0 holds 2^-127 ... 2^127; an all-zero block takes scale 1
     scale = torch.where(amax > 0, torch.exp2(exponent.clamp(-127, 127)), 1.0)
     return BlockQuantized(e2m1_codes(blocks / scale[..., None]).flatten(1), scale, 1.0, 32)

@@ -8,8 +8,9 @@ ignores the rest.
 Bit for bit also needs what no file holds: the same torch release, the same hardware (GPU model,
 and CPU for CPU runs) and the same number of CPU threads, since each can change how a sum is
 split and so the last bits of a step, which training then amplifies. The checkpoint records the
-torch version, the thread count and the GPUs, and loading warns (ResumeWarning) on each one that
-differs, and when the GPU random streams cannot be restored. Taught in notebook 07.
+torch version, the thread count and the GPUs' names, not the CPU model (no portable name for it),
+and loading warns (ResumeWarning) on each recorded one that differs, and when the GPU random
+streams cannot be restored. Taught in notebook 07.
 """
 
 import random
@@ -113,7 +114,11 @@ def set_rng_state(state: dict[str, Any], data_generator: torch.Generator) -> Non
 
 
 def environment() -> dict[str, Any]:
-    """What a bit-exact resume needs unchanged besides the file: torch's version, CPU threads, GPUs (notebook 07)."""
+    """What a bit-exact resume needs unchanged, as recorded: torch's version, CPU threads, GPU names (notebook 07).
+
+    The CPU model is not recorded (no portable name for it): a CPU run resumed on another CPU may
+    differ in the last bits without a warning.
+    """
     gpus = [torch.cuda.get_device_name(i) for i in range(_gpu_count())]
     return {"torch": str(torch.__version__), "threads": torch.get_num_threads(), "gpus": gpus}
 

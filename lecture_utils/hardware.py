@@ -38,6 +38,9 @@ class Accelerator:
     memory_bytes: float = 0.0
     bandwidth_bytes_per_s: float = 0.0
     source: str = ""
+    # GeForce: the whitepaper's figures are at the spec boost clock, and GPU Boost runs a cool card
+    # above it, so a measurement may beat the row. Data-centre rows are at the maximum boost clock.
+    beatable: bool = False
 
     def peak(self, precision: Precision, *, sparse: bool = False) -> float:
         """Datasheet FLOP/s for a precision; sparse=True gives the 2:4-sparsity figure."""
@@ -48,7 +51,16 @@ class Accelerator:
         return table[precision]
 
 
-def _card(name: str, memory_gb: float, bandwidth_gb_s: float, source: str, dense: dict, sparse: dict) -> Accelerator:
+def _card(
+    name: str,
+    memory_gb: float,
+    bandwidth_gb_s: float,
+    source: str,
+    dense: dict,
+    sparse: dict,
+    *,
+    beatable: bool = False,
+) -> Accelerator:
     """A table row from figures as sources print them: TFLOP/s, GB and GB/s."""
     return Accelerator(
         name,
@@ -57,6 +69,7 @@ def _card(name: str, memory_gb: float, bandwidth_gb_s: float, source: str, dense
         memory_bytes=memory_gb * 1e9,
         bandwidth_bytes_per_s=bandwidth_gb_s * 1e9,
         source=source,
+        beatable=beatable,
     )
 
 
@@ -113,10 +126,11 @@ _AMPERE = "NVIDIA Ampere GA102 GPU Architecture whitepaper v2, Appendix A, Table
 _ADA = "NVIDIA Ada GPU Architecture whitepaper v2.1, Appendix A, Table 2"
 _H100_NVL = _sparse_printed({"tf32": 835, "bf16": 1671, "fp16": 1671, "fp8": 3341}, fp32=60)
 _L4 = _sparse_printed({"tf32": 120, "bf16": 242, "fp16": 242, "fp8": 485}, fp32=30.3)
-# The DGX B200 datasheet gives 8-GPU totals (fp8, memory, bandwidth); bf16 is half of fp8, as in
-# NVIDIA's per-GPU HGX B200 table.
-_B200_SOURCE = "NVIDIA DGX B200 datasheet / 8; bf16 = fp8 / 2 as in the HGX B200 table (memory about 180 GB)"
-_B200 = {"bf16": 2250, "fp16": 2250, "fp8": 4500}, {"bf16": 4500, "fp16": 4500, "fp8": 9000}
+# NVIDIA's HGX B200 table, one Blackwell GPU: FP8 9, FP16/BF16 4.5, TF32 2.2 PFLOPS, all printed
+# "with sparsity" (dense: half), FP32 75 and FP64/FP64 Tensor Core 37 TFLOPS, 180 GB HBM3e at
+# 7.7 TB/s. The 2026 lecture's code uses the same 75e12 fp32 and 4.5e15 / 2 bf16 for a B200.
+_B200_SOURCE = "NVIDIA HGX B200 datasheet, one GPU (tensor rates printed with sparsity)"
+_B200 = _sparse_printed({"tf32": 2200, "bf16": 4500, "fp16": 4500, "fp8": 9000}, fp32=75, fp64=37, fp64_tensor=37)
 _T4 = {"fp32": 8.1, "fp16": 65}, {}
 
 ACCELERATORS: dict[str, Accelerator] = {
@@ -131,7 +145,7 @@ ACCELERATORS: dict[str, Accelerator] = {
     "a100-sxm-80gb": _card("A100 SXM 80GB", 80, 2039, _A100_SHEET, *_A100),
     "a100-pcie-40gb": _card("A100 PCIe 40GB", 40, 1555, f"{_A100_SHEET} (40 GB edition, A100 for PCIe column)", *_A100),
     "a100-pcie-80gb": _card("A100 PCIe 80GB", 80, 1935, f"{_A100_SHEET} (A100 80GB PCIe column)", *_A100),
-    "b200": _card("B200", 180, 8000, _B200_SOURCE, *_B200),
+    "b200": _card("B200", 180, 7700, _B200_SOURCE, *_B200),
     "l40s": _card("L40S", 48, 864, "NVIDIA L40S datasheet", *_L40S),
     "l4": _card("L4", 24, 300, f"NVIDIA L4 Tensor Core GPU datasheet ({_SPARSE_ONLY})", *_L4),
     "a10": _card("A10", 24, 600, "NVIDIA A10 Tensor Core GPU datasheet", *_A10),
@@ -142,8 +156,8 @@ ACCELERATORS: dict[str, Accelerator] = {
         for gb in (16, 32)
     },
     # GeForce: bf16/fp16/fp8 are the "with FP32 accumulate" rows (see the module docstring).
-    "rtx-3090": _card("RTX 3090", 24, 936, f"{_AMPERE} (GeForce RTX 3090)", *_RTX_3090),
-    "rtx-4090": _card("RTX 4090", 24, 1008, f"{_ADA} (GeForce RTX 4090)", *_RTX_4090),
+    "rtx-3090": _card("RTX 3090", 24, 936, f"{_AMPERE} (GeForce RTX 3090)", *_RTX_3090, beatable=True),
+    "rtx-4090": _card("RTX 4090", 24, 1008, f"{_ADA} (GeForce RTX 4090)", *_RTX_4090, beatable=True),
 }
 
 # torch.cuda.get_device_name() spellings, e.g. "NVIDIA H100 80GB HBM3" (SXM), "NVIDIA A100-PCIE-40GB",
@@ -182,12 +196,22 @@ class UnknownAcceleratorError(ValueError):
     """The device is not in the datasheet table, so no honest peak can be given (notebook 04)."""
 
 
+class MigSliceError(UnknownAcceleratorError):
+    """A MIG slice: a share of a card's SMs and memory, which its card's datasheet row does not bound (notebook 04)."""
+
+
 def lookup_accelerator(name: str) -> Accelerator:
     """The datasheet entry for a table key ('h100-sxm') or a torch.cuda.get_device_name() string (notebook 04)."""
     key = name.strip().lower()
     if key in ACCELERATORS:
         return ACCELERATORS[key]
     upper = name.upper()
+    if re.search(r"\bMIG\b", upper):  # "NVIDIA A100-SXM4-80GB MIG 1g.10gb": a slice, not the card
+        raise MigSliceError(
+            f"{name!r} is a MIG slice: a share of the card's SMs and memory, with no datasheet of its "
+            "own. Its full card's peak and bandwidth would make every MFU read several times low: "
+            "no peak, no MFU; report achieved FLOP/s only."
+        )
     for pattern, key in _NAME_RULES:
         if re.search(pattern, upper):
             return ACCELERATORS[key]

@@ -190,7 +190,8 @@ def _si(value: float, unit: str) -> str:
 def format_results(results: Sequence[MatmulResult]) -> str:
     """A table of results (size, dtype, time, achieved and peak FLOP/s, MFU), each peak's source below (notebook 04).
 
-    A peak that is an estimate (a CPU's) says "est." and its MFU carries a "~", so neither reads as a datasheet figure.
+    A peak that is an estimate (a CPU's) says "est." and its MFU carries a "~" and is called a guess,
+    so neither reads as a datasheet figure.
     """
     lines = [f"{'n':>6}  {'dtype':9}{'row':5}{'ms/matmul':>10}  {'achieved':>14}  {'peak':>20}  {'MFU':>6}"]
     sources: list[str] = []
@@ -208,4 +209,6 @@ def format_results(results: Sequence[MatmulResult]) -> str:
     for i, source in enumerate(sources):  # wrapped: a projector at 150% shows about 90 characters
         mark = "*" * (i + 1)
         lines.append(textwrap.fill(f"{mark} {source}", width=88, subsequent_indent=" " * (len(mark) + 1)))
+    if any(r.peak_estimate for r in results):  # a CPU's clock, and so its peak, is assumed
+        lines.append("~ an MFU against an estimated peak is a guess: the estimate is no bound")
     return "\n".join(lines)

@@ -24,8 +24,12 @@ from torch import Tensor, nn
 class Linear(nn.Module):
     """y = x W^T without a bias; W has shape (out_features, in_features), as in the handout and nn.Linear.
 
-    W starts as N(0, sigma^2) with sigma^2 = 2 / (in_features + out_features), cut at +-3 sigma.
-    The assignment's layer (notebook 06).
+    W starts as N(0, sigma^2) with sigma^2 = 2 / (in_features + out_features), cut at +-3 sigma, drawn
+    by this file's `truncated_normal_` (redraws outside the cut; notebook 06 teaches it). The handout
+    says to use torch.nn.init.trunc_normal_(std=sigma, a=-3 sigma, b=3 sigma): the same distribution,
+    but drawn another way (an inverse CDF of uniform draws), so the same seed gives other weights.
+    The assignment's tests load their own weights into the layer, so they do not see it; to compare
+    two layers, copy one's weight into the other. The assignment's layer (notebook 06).
     """
 
     def __init__(

@@ -14,29 +14,31 @@ only a close answer to a problem with a tolerance hears "too high" or "too low",
 answer to an exact problem (rel_tol 0) hears only "not exact". A choice answer hears right,
 close (one letter off, added or missing, without saying which) or wrong, never how many.
 
-A numeric answer is a number in the unit the question names (`Problem.unit`), or a string that may
-name another unit the problem accepts (`Problem.units`), such as "2 GiB" where the question asks
-for GB. A choice answer ("which of these copy?") is a string or a collection of option letters:
+lecture_utils.answer_reading reads what a student types. A numeric answer is a number in the unit
+the question names (`Problem.unit`), or a string that may name another unit the problem accepts
+(`Problem.units`), such as "2 GiB" where the question asks for GB, or as the worked answers write
+it: "37.6B parameters", "5.63 trillion tokens", "4.4 TFLOPs". An answer rounded sensibly is right,
+as a teacher grades it: one of two significant figures or more is right when the worked value
+rounds to it ("2.4%" for 2.43%), unless a known mistake's value rounds to it too. A problem with
+rel_tol 0 (a count, an index) wants the exact value.
+
+A choice answer ("which of these copy?") is a string or a collection of option letters:
 "ace", "a, c, e" or {"a", "c", "e"}.
 """
 
 import html
 import math
-import numbers
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-import torch
-
+from lecture_utils.answer_reading import NUMBER, Reading, a_number, read_choices, read_quantity
 from lecture_utils.checks import NonNegativeFloat, PositiveInt
 
 Grade = Literal["not answered", "right", "close", "wrong"]
 Answer = float | frozenset[str]
 
-_NUMBER = re.compile(r"[-+]?(?:\d[\d,_]*)?\.?\d+(?:[eE][-+]?\d+)?")
-_QUANTITY = re.compile(rf"\s*({_NUMBER.pattern})\s*(.*?)\s*")
 # Factors between common units (k, M, G, T and their binary cousins): an answer off by one of them
 # has the right digits in the wrong unit.
 _UNIT_SLIPS = (1e3, 1e6, 1e9, 1e12, 2.0**10, 2.0**20, 2.0**30, 2.0**40)
@@ -130,73 +132,29 @@ class Problem:
 def check_answer(problem: Problem, answer: object) -> Verdict:
     """Judge `answer` against the problem's worked value: right, close or wrong, with a hint (notebooks 00-09)."""
     if answer is None or (isinstance(answer, str) and not answer.strip()):
-        what = "your choice of letters" if problem.options else _a_number(problem.unit)
+        what = "your choice of letters" if problem.options else a_number(problem.unit)
         return Verdict("not answered", f"not answered yet: set answer_{problem.number} to {what}, then run the cell")
     expected = problem.expected()
     if isinstance(expected, frozenset):
         return _judge_choices(problem, expected, read_choices(answer, problem.options))
-    return _judge_number(problem, expected, read_number(answer, problem.unit, problem.units))
-
-
-def read_number(answer: object, unit: str, units: dict[str, float] | None = None) -> float:
-    """An answer in `unit`: a number, a one-element tensor, or a string, "2.5e12" or "40 GB" (notebooks 00-09)."""
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real | torch.Tensor | str):
-        kind = type(answer).__name__
-        raise TypeError(f"answer with {_a_number(unit)} (or a string such as '12.5 {unit}'), not a {kind}")
-    if isinstance(answer, torch.Tensor):
-        if answer.numel() != 1:
-            raise TypeError(f"answer with one number, not a tensor of shape {tuple(answer.shape)}")
-        answer = answer.item()
-    if isinstance(answer, str):
-        answer = _parse_quantity(answer, unit, units or {})
-    value = float(answer)
-    if not math.isfinite(value):
-        raise ValueError(f"answer with {_a_number(unit)}, not {value}")
-    return value
-
-
-def _parse_quantity(text: str, unit: str, units: dict[str, float]) -> float:
-    """'1.4e12', '1,400', '40 GB': a number, then nothing, the question's unit or one of `units`."""
-    match = _QUANTITY.fullmatch(text)
-    known = {"": 1.0, unit: 1.0, **units}
-    folded = {name.casefold(): size for name, size in known.items()}
-    if match is None or match.group(2).casefold() not in folded:
-        accepted = ", ".join(repr(name) for name in known if name)
-        then = f", optionally followed by a unit ({accepted})" if accepted else " with no unit"
-        raise ValueError(f"cannot read {text!r}: write a number{then}")
-    size = known.get(match.group(2), folded[match.group(2).casefold()])
-    return float(match.group(1).replace(",", "").replace("_", "")) * size
-
-
-def read_choices(answer: object, options: str) -> frozenset[str]:
-    """The letters picked: "ace", "a, c, e" or a collection of letters, each one of `options` (notebooks 02, 03)."""
-    if isinstance(answer, str):
-        picked = re.split(r"[\s,;]+", answer.strip()) if re.search(r"[\s,;]", answer.strip()) else list(answer)
-    elif isinstance(answer, Collection) and all(isinstance(item, str) for item in answer):
-        picked = list(answer)
-    else:
-        raise TypeError(f"answer with the letters you pick, e.g. 'ac' or {{'a', 'c'}}, not {type(answer).__name__}")
-    letters = frozenset(item.strip().casefold() for item in picked if item.strip())
-    unknown = sorted(letters - set(options))
-    if unknown:
-        raise ValueError(f"no option {', '.join(unknown)}: the options are {', '.join(options)}")
-    return letters
-
-
-def _a_number(unit: str) -> str:
-    return f"a number in {unit}" if unit else "a number"
+    return _judge_number(problem, expected, read_quantity(answer, problem.unit, problem.units))
 
 
 def _percent(fraction: float) -> str:
     return f"{fraction * 100:g}%"
 
 
-def _judge_number(problem: Problem, expected: float, value: float) -> Verdict:
+def _judge_number(problem: Problem, expected: float, reading: Reading) -> Verdict:
+    value = reading.value
     error = abs(value - expected) / abs(expected) if expected else (0.0 if value == 0 else math.inf)
     if error <= problem.rel_tol:
         within = "exactly" if problem.rel_tol == 0 else f"within {_percent(problem.rel_tol)} of the worked answer"
         return Verdict("right", f"right ({within}). Compare your route with the worked answer below.")
-    hint = _hint(problem, expected, value)
+    mistake = _matching_mistake(problem, expected, reading)
+    # Rounded as written: right, unless a known mistake rounds to it as well (then it tells nothing).
+    if problem.rel_tol > 0 and mistake is None and reading.rounds_from(expected):
+        return Verdict("right", "right (the worked answer, rounded as you wrote it). Compare your route with it below.")
+    hint = mistake.hint if mistake else _hint(problem, expected, value)
     if reveals(hint, expected, problem.rel_tol):  # an authoring slip, caught before a student sees it
         raise ValueError(f"problem {problem.number}: this hint gives the answer away; reword it: {hint}")
     if error > problem.close_tol:  # no direction: it would guide a search (see the module docstring)
@@ -207,11 +165,19 @@ def _judge_number(problem: Problem, expected: float, value: float) -> Verdict:
     return Verdict("close", f"close, but {direction}: more than {_percent(problem.rel_tol)} off. Hint: {hint}")
 
 
-def _hint(problem: Problem, expected: float, value: float) -> str:
-    """The hint of the known mistake the answer matches, else a unit slip's, else the problem's own."""
+def _matching_mistake(problem: Problem, expected: float, reading: Reading) -> Mistake | None:
+    """The known mistake whose value the answer is, or rounds from; the nearest one if several are."""
+    matches = []
     for mistake in problem.mistakes:
-        if math.isclose(value, mistake.value(expected), rel_tol=max(problem.rel_tol, 1e-9)):
-            return mistake.hint
+        slip = mistake.value(expected)
+        gap = abs(reading.value - slip)
+        if gap <= max(problem.rel_tol, 1e-9) * abs(slip) or reading.rounds_from(slip):
+            matches.append((gap / abs(slip) if slip else gap, mistake))
+    return min(matches, key=lambda match: match[0])[1] if matches else None
+
+
+def _hint(problem: Problem, expected: float, value: float) -> str:
+    """A unit slip's hint, else the problem's own (a known mistake's hint comes first: `_matching_mistake`)."""
     ratio = value / expected if expected and problem.unit else 0.0
     if any(math.isclose(ratio, f, rel_tol=0.01) for slip in _UNIT_SLIPS for f in (slip, 1 / slip)):
         return f"the digits look right but the unit does not: the question asks for {problem.unit}."
@@ -237,7 +203,7 @@ def reveals(text: str, expected: Answer, rel_tol: NonNegativeFloat = 0.01) -> bo
     if isinstance(expected, frozenset) or expected == 0:
         return False
     tolerance = max(rel_tol, 0.01)
-    for token in _NUMBER.findall(text):
+    for token in NUMBER.findall(text):
         number = float(token.replace(",", "").replace("_", ""))
         digits = re.sub(r"[eE].*|\D", "", token).strip("0")
         scales = (1.0, *_UNIT_SLIPS, *(1 / s for s in _UNIT_SLIPS)) if len(digits) >= 2 else (1.0,)

@@ -56,15 +56,16 @@ def get_lr_cosine_schedule(
 
 @torch.no_grad()
 def gradient_clipping(parameters: Iterable[Tensor] | Tensor, max_l2_norm: float) -> Float[Tensor, ""]:
-    """Scale every gradient in place by M / (norm + 1e-6) when the norm of all of them together exceeds M.
+    """Scale every gradient in place by M / (norm + 1e-6) unless the norm of all of them together is below M.
 
     `parameters` is one tensor or an iterable of tensors (Parameters or plain tensors with a .grad), as
     for clip_grad_norm_. The norm is the L2 norm of all gradients concatenated into one vector; tensors
     without a gradient are skipped. Returns that norm before clipping (as a tensor, to log it). Clipping
     multiplies by 1 when the norm is small instead of branching on it, so a GPU never waits for
-    the CPU to read the norm. torch.nn.utils.clip_grad_norm_ gives the same gradients bit for bit,
-    except for a norm in (M - 1e-6, M], which it scales by M / (norm + 1e-6) and the handout does not.
-    (notebook 07)
+    the CPU to read the norm. The handout leaves g as is when its norm is less than M and scales it
+    otherwise, so a norm of exactly M is scaled (to just under M). torch.nn.utils.clip_grad_norm_ gives
+    the same gradients bit for bit, except for a norm in (M - 1e-6, M), which it scales by
+    M / (norm + 1e-6) and the handout does not. (notebook 07)
     """
     if not max_l2_norm > 0:  # a limit of 0 or below would zero or flip every gradient
         raise ValueError(f"max_l2_norm must be positive, got {max_l2_norm}")
@@ -77,7 +78,7 @@ def gradient_clipping(parameters: Iterable[Tensor] | Tensor, max_l2_norm: float)
     # The norm of the per-tensor norms is the norm of the whole vector, without concatenating it.
     norms = [torch.linalg.vector_norm(g.float()).to(device) for g in grads]
     total = torch.linalg.vector_norm(torch.stack(norms))
-    scale = torch.where(total > max_l2_norm, max_l2_norm / (total + 1e-6), 1.0)
+    scale = torch.where(total >= max_l2_norm, max_l2_norm / (total + 1e-6), 1.0)  # "less than M": left as is
     for g in grads:
         g.mul_(scale.to(g.device))
     return total

@@ -3,11 +3,12 @@
 A tensor is a view of a flat storage: element (i_0, ..., i_{n-1}) lives at
 storage_offset + sum(i_k x stride_k). Views (slices, transposes, .view) change only the
 shape, strides and offset, never the storage. Indexing with a tensor of positions or a boolean
-mask is not a view: it copies the picked elements into new storage.
+mask is not a view: it copies the picked elements into new storage. `new_bytes` measures the
+difference: a view allocates nothing, a copy as much again as the elements it holds.
 """
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from jaxtyping import Shaped
@@ -47,3 +48,18 @@ def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     pointer = a.untyped_storage().data_ptr()
     # Every empty storage (and every meta tensor) reports pointer 0, yet none shares data with another.
     return a.device == b.device and pointer != 0 and pointer == b.untyped_storage().data_ptr()
+
+
+def new_bytes(make: Callable[[], torch.Tensor], base: torch.Tensor) -> int:
+    """Bytes of new memory make() allocates for its result, a tensor made from base (notebook 02).
+
+    On a GPU: how much torch.cuda.memory_allocated grows while the result is alive. A CPU has no
+    such counter, so there: 0 when the result is a view of base's storage, else the size of the
+    storage the result points into.
+    """
+    if base.device.type == "cuda":
+        before = torch.cuda.memory_allocated(base.device)
+        result = make()  # alive while the counter is read
+        return torch.cuda.memory_allocated(base.device) - before
+    result = make()
+    return 0 if shares_storage(result, base) else storage_bytes(result)

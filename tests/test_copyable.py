@@ -5,6 +5,10 @@ torch, numpy, einops, jaxtyping or the standard library pieces listed below. Dyn
 subprocess imports each copied file from its own temporary directory and exercises it, with
 lecture_utils made unimportable (it is installed in this environment, so an import of it would
 otherwise succeed silently).
+
+Run as a script, `python tests/test_copyable.py`, it makes both checks with that interpreter and
+needs only torch, numpy, einops and jaxtyping: `make assignment-check` runs it so in assignment 1's
+locked environment (torch 2.6.0), where lecture_utils itself cannot be installed.
 """
 
 import ast
@@ -15,11 +19,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-import pytest
-
-import lecture_utils
-
-PACKAGE = Path(lecture_utils.__file__).parent
+PACKAGE = Path(__file__).resolve().parent.parent / "lecture_utils"  # not imported: the script runs without it
 MODULES = ["nn_basics", "adamw", "schedule", "batching", "checkpointing"]
 ALLOWED = {
     "collections",
@@ -35,18 +35,18 @@ ALLOWED = {
 }
 
 
-@pytest.mark.parametrize("name", MODULES)
-def test_imports_only_torch_numpy_einops_jaxtyping_and_stdlib_basics(name):
-    source = (PACKAGE / f"{name}.py").read_text()
-    imported = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"{name}.py has a relative import"
-            imported.add(node.module.split(".")[0])
-    assert imported <= ALLOWED, f"{name}.py imports {sorted(imported - ALLOWED)}"
-    assert {"torch"} <= imported
+def test_imports_only_torch_numpy_einops_jaxtyping_and_stdlib_basics():
+    for name in MODULES:
+        source = (PACKAGE / f"{name}.py").read_text()
+        imported = set()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{name}.py has a relative import"
+                imported.add(node.module.split(".")[0])
+        assert imported <= ALLOWED, f"{name}.py imports {sorted(imported - ALLOWED)}"
+        assert {"torch"} <= imported
 
 
 # Run in the subprocess: each module alone on the path, then a short use of what it defines.
@@ -126,3 +126,18 @@ def test_each_module_runs_from_a_directory_of_its_own():
         )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "copied modules ok"
+
+
+if __name__ == "__main__":  # make assignment-check: both checks, in whatever environment runs this file
+    import einops
+    import jaxtyping
+    import numpy
+    import torch
+
+    test_imports_only_torch_numpy_einops_jaxtyping_and_stdlib_basics()
+    test_each_module_runs_from_a_directory_of_its_own()
+    versions = f"torch {torch.__version__}, numpy {numpy.__version__}, einops {einops.__version__}"
+    print(
+        f"{len(MODULES)} copied files pass alone: Python {sys.version.split()[0]}, {versions}, "
+        f"jaxtyping {jaxtyping.__version__}"
+    )

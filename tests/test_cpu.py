@@ -49,7 +49,8 @@ FAMILIES = {
     "zen5": (x86("AuthenticAMD", 26, 68, f"{AVX512} avx512_bf16"), 64, "assumed"),
     "xeon-avx512": (x86("GenuineIntel", 6, 143, f"{AVX512} avx512_bf16 amx_bf16 amx_tile"), 64, "assumed"),
     "intel-avx2": (x86("GenuineIntel", 6, 158, AVX2), 32, "AVX2"),
-    "arm": (ARM, 16, "NEON"),
+    "arm": (ARM, 16, "Neoverse N1"),
+    "arm-unnamed": (ARM.replace("0xd0c", "0x000").replace("0x41", "0x61"), 16, "NEON"),
 }
 
 

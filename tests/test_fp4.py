@@ -120,6 +120,28 @@ def test_mxfp4_ocp_scale_is_the_spec_rule_from_the_exponent_bits():
     assert (w.reshape(16, -1, 32).abs() / rceil.block_scales[..., None]).amax() <= 6
 
 
+def test_mxfp4_rceil_scale_is_exact_next_to_six_times_a_power_of_two():
+    # The smallest 2^k with amax <= 6 x 2^k, checked by exact comparisons in fp64. The probes sit on
+    # 6 x 2^k and one to four fp32 ulps either side, where ceil(log2(amax / 6)) in fp32 misses.
+    up, down = torch.tensor(math.inf), torch.tensor(0.0)
+    probes = []
+    for k in range(-100, 101, 3):
+        above = below = torch.tensor(6 * 2.0**k)
+        probes.append(above)
+        for _ in range(4):
+            above, below = torch.nextafter(above, up), torch.nextafter(below, down)
+            probes += [above, below]
+    amax = torch.stack(probes)
+    w = torch.zeros(len(probes), 32)
+    w[:, 5] = -amax  # the sign must not matter
+    scales = quantize_mxfp4(w, scale_rule="rceil").block_scales[:, 0].double()
+    exact = amax.double()
+    assert (exact <= 6 * scales).all() and (exact > 3 * scales).all()  # 6 x (scale / 2) falls short
+    assert torch.equal(scales.log2(), scales.log2().round())  # powers of two
+    fp32_log = torch.exp2(torch.log2(amax / 6).ceil()).double()
+    assert (fp32_log < scales).sum() > len(probes) // 4  # the rounded-log rule misses many of them
+
+
 def test_nvfp4_matches_a_brute_force_search():
     gen = torch.Generator().manual_seed(3)
     w = torch.randn(32, 128, generator=gen) * torch.rand(32, 1, generator=gen)  # rows of unequal size

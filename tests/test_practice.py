@@ -1,9 +1,12 @@
 """The practice checks (lecture_utils.practice), every problem set, and each notebook's Practice section.
 
-The verdicts are tested at the edges of their bands; every hint a student can be shown is held to
-never containing the answer; the committed Practice sections are held to the package: the question
-each shows is the problem's own, the student's cell is empty and says so, the worked answer opens
-collapsed, shows what the package computes now, and stays folded in a <details> block after it runs.
+The verdicts are tested at the edges of their bands; every problem's worked answer, as written, in
+each unit the problem allows and rounded to 3, 4 or 6 significant figures (2 where no known mistake
+rounds alike), is graded right, and every named slip, however rounded, is graded wrong or close with
+its own hint; every hint a student can be shown is held to never containing the answer; the
+committed Practice sections are held to the package: the question each shows is the problem's own,
+the student's cell is empty and says so, the worked answer opens collapsed, shows what the package
+computes now, and stays folded in a <details> block after it runs.
 """
 
 import importlib
@@ -18,16 +21,18 @@ import pytest
 import torch
 
 import lecture_utils.problems
-from lecture_utils.practice import Mistake, Problem, Worked, check_answer, read_choices, read_number, reveals
+from lecture_utils.answer_reading import read_choices, read_number, read_quantity
+from lecture_utils.practice import Mistake, Problem, Worked, check_answer, reveals
 from lecture_utils.problems import _BYTES as BYTE_UNITS
 from lecture_utils.problems import bytes_for_elements, itemsize_slip, percent_as_fraction, unit_mixup
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-SETS = {
+MODULES = {
     name: importlib.import_module(f"lecture_utils.problems.{name}")
     for _, name, _ in pkgutil.iter_modules(lecture_utils.problems.__path__)
 }
+SETS = {name: module for name, module in MODULES.items() if not name.endswith("_answers")}
 ALL = [(name, problem) for name, module in SETS.items() for problem in module.PROBLEMS.values()]
 IMPORT = re.compile(r"^from lecture_utils\.problems\.(\w+) import .*\bPROBLEMS\b", re.MULTILINE)
 
@@ -220,6 +225,14 @@ def test_reveals(text, answer, gives_away):
 # --- every problem of every notebook --------------------------------------------------------------
 
 
+def test_worked_answers_sit_beside_the_questions_they_answer():
+    for name, module in MODULES.items():
+        if name.endswith("_answers"):  # numbers and worked answers, imported by the set of the same name
+            assert not hasattr(module, "PROBLEMS") and name.removesuffix("_answers") in SETS, name
+        else:
+            assert isinstance(module.PROBLEMS, dict), name
+
+
 def test_every_set_has_three_to_six_problems_numbered_from_one():
     assert SETS, "no problem sets found"
     for name, module in SETS.items():
@@ -262,6 +275,151 @@ def test_problem_is_worked_checked_and_never_given_away(name, problem):
         assert verdict.grade in ("close", "wrong") and verdict.message.endswith(mistake.hint)
     for factor in (3.0, 1 / 3):
         assert check_answer(problem, worked.value * factor).grade == "wrong"
+
+
+def figures(value: float, count: int, unit: str = "") -> str:
+    """`value` written to `count` significant figures, trailing zeros kept ("2.40", "40."), then `unit`."""
+    return f"{value:#.{count}g} {unit}".strip()
+
+
+def ambiguous(problem: Problem, expected: float, text: str) -> bool:
+    """Whether some known mistake's value also rounds to what `text` says: then it cannot be graded right."""
+    reading = read_quantity(text, problem.unit, problem.units)
+    return any(reading.rounds_from(mistake.value(expected)) for mistake in problem.mistakes)
+
+
+NUMERIC = [(name, p) for name, p in ALL if not isinstance(p.expected(), frozenset)]
+
+
+@pytest.mark.parametrize(("name", "problem"), ALL, ids=lambda x: x if isinstance(x, str) else str(x.number))
+def test_the_worked_answer_as_written_is_right(name, problem):
+    # "37.6B parameters", "5.63 trillion tokens", "2.43%": the way the worked answer writes it reads, and is right.
+    assert check_answer(problem, problem.work().answer).grade == "right", f"{name} {problem.number}"
+
+
+@pytest.mark.parametrize(("name", "problem"), NUMERIC, ids=lambda x: x if isinstance(x, str) else str(x.number))
+def test_the_worked_answer_in_every_unit_and_sensible_rounding_is_right(name, problem):
+    expected, where = problem.expected(), f"{name} {problem.number}"
+    for unit, size in {problem.unit: 1.0, **problem.units}.items():
+        in_unit = expected / size
+        if problem.rel_tol == 0:  # a count or an index: exact, in any unit that holds it whole
+            if float(in_unit).is_integer():
+                assert check_answer(problem, f"{in_unit:.0f} {unit}".strip()).grade == "right", f"{where} {unit}"
+            continue
+        for count in (3, 4, 6):
+            text = figures(in_unit, count, unit)
+            assert check_answer(problem, text).grade == "right", f"{where}: {text}"
+        text = figures(in_unit, 2, unit)  # right, unless a known mistake rounds to the same two figures
+        if not ambiguous(problem, expected, text):
+            assert check_answer(problem, text).grade == "right", f"{where}: {text}"
+
+
+@pytest.mark.parametrize(("name", "problem"), NUMERIC, ids=lambda x: x if isinstance(x, str) else str(x.number))
+def test_every_named_slip_stays_wrong_with_its_own_hint_however_rounded(name, problem):
+    expected = problem.expected()
+    for mistake in problem.mistakes:
+        slip, where = mistake.value(expected), f"{name} {problem.number}: {mistake.hint}"
+        for text in (repr(slip), figures(slip, 4), figures(slip, 3)):
+            verdict = check_answer(problem, text)
+            assert verdict.grade != "right" and verdict.message.endswith(mistake.hint), f"{where} as {text}"
+        for count in (2, 3):  # coarser: never right, unless the slip and the answer round alike
+            if figures(slip, count) != figures(expected, count):
+                assert check_answer(problem, figures(slip, count)).grade != "right", f"{where} to {count} figures"
+    for factor in (3.0, 1 / 3, -1.0):  # clearly wrong, however written
+        for text in (repr(expected * factor), figures(expected * factor, 3)):
+            assert check_answer(problem, text).grade == "wrong", f"{name} {problem.number}: {text}"
+
+
+@pytest.mark.parametrize(
+    ("text", "unit", "units", "value"),
+    [
+        ("37.6B parameters", "billions of parameters", {"parameters": 1e-9}, 37.6),
+        ("5.63 trillion tokens", "trillions of tokens", {"tokens": 1e-12}, 5.63),
+        ("4.4 TFLOPs", "TFLOP", {}, 4.4),
+        ("1.24e22 FLOP", "FLOPs", {}, 1.24e22),
+        ("128 elements", "", {"elements": 1.0}, 128.0),
+        ("65 Days", "days", {}, 65.0),
+        ("40.", "", {}, 40.0),
+    ],
+)
+def test_answers_written_like_the_worked_answers_read(text, unit, units, value):
+    assert math.isclose(read_number(text, unit, units), value)
+
+
+@pytest.mark.parametrize(
+    ("written", "figures_written", "half_step"),
+    [("2.4", 2, 0.05), ("0.940", 3, 0.0005), ("960", 2, 5.0), ("1.24e22", 3, 0.005e22), ("40.", 2, 0.5), (7, 1, 0.5)],
+)
+def test_the_precision_of_what_was_written(written, figures_written, half_step):
+    reading = read_quantity(written, "")
+    assert reading.figures == figures_written and math.isclose(reading.half_step, half_step)
+
+
+def problem(name: str, number: int) -> Problem:
+    return SETS[name].PROBLEMS[number]
+
+
+@pytest.mark.parametrize(
+    ("name", "number", "answer"),
+    [
+        ("flops", 6, "2.4%"),  # 2.43%, to two figures
+        ("gradient_flops", 5, "0.94 GiB"),  # 960 MiB in another unit the question allows
+        ("gradient_flops", 5, "1.01 GB"),
+        ("napkin", 4, "37.6B parameters"),
+        ("mixed_precision", 3, "5.22B parameters"),
+        ("named_axes", 3, "128 elements"),
+        ("napkin", 2, "5.63 trillion tokens"),
+        ("gradient_flops", 1, "4.4 TFLOPs"),
+        ("flops", 5, "1.24e22 FLOP"),
+        ("mixed_precision", 6, "9.75%"),  # past 448 + half a step, as notebook 08 counts
+    ],
+)
+def test_answers_a_teacher_grades_right_are_right(name, number, answer):
+    assert check_answer(problem(name, number), answer).grade == "right"
+
+
+@pytest.mark.parametrize(
+    ("name", "number", "answer", "hint"),
+    [
+        ("mixed_precision", 4, "9.96", "that is in MB"),  # 9.5 MiB written in MB's digits
+        ("mixed_precision", 4, "10", "no copy of the 1st weight"),  # 10 MiB: the first weight's copy added
+        ("training_loop", 4, "4882812", "a whole batch of windows"),  # 1e10 / 2048, however it is rounded
+        ("training_loop", 4, "4,882,813", "a whole batch of windows"),
+        ("training_loop", 5, "0.632", "a fraction of one"),
+        ("training_loop", 2, "35.7", "both of AdamW's moments"),  # 8 B a parameter
+        ("mixed_precision", 6, "11.0", "counts from the max itself"),
+        ("optimizers", 2, "8.67e-5", "the assignment's AdamW"),
+    ],
+)
+def test_named_slips_get_their_own_hint(name, number, answer, hint):
+    verdict = check_answer(problem(name, number), answer)
+    assert verdict.grade != "right" and hint in verdict.message
+
+
+@pytest.mark.parametrize(
+    ("name", "number", "neighbours"),
+    [
+        ("training_loop", 4, lambda n: (n - 1, n + 1)),
+        ("strides", 1, lambda n: (n - 1, n + 1)),
+        ("mixed_precision", 1, lambda n: (n / 2, n * 2)),  # GradScaler's scales are powers of two
+        ("dtypes", 4, lambda n: (n - 1, n + 1)),
+    ],
+)
+def test_off_by_one_slips_hear_no_direction(name, number, neighbours):
+    # An exact answer one step off either way reads the same: the hint must not say which way to go.
+    below, above = (check_answer(problem(name, number), n) for n in neighbours(problem(name, number).expected()))
+    assert below.message == above.message
+    assert not re.search(r"one more|too many|too few|rounds down|rounds up|halv|doubl", below.message)
+
+
+def test_rounding_counts_only_from_two_figures_and_never_over_a_known_mistake():
+    problem = numeric(2.43, mistakes=(Mistake(lambda v: v * 1.015, "that is the napkin."),))
+    assert check_answer(problem, "2.4").grade == "right"  # 2.43 rounds to 2.4, 1.2% away
+    assert check_answer(problem, "2").grade != "right"  # one figure is too coarse to count as rounding
+    assert check_answer(problem, "2.47").message.endswith("that is the napkin.")  # the slip, 2.466
+    assert check_answer(problem, "2.5").message.endswith("that is the napkin.")  # the slip rounds to it, 2.43 not
+    exact = numeric(126.0, rel_tol=0.0, close_tol=0.02)
+    assert check_answer(exact, "1.3e2").grade == "wrong"  # a count wants the count
 
 
 # --- each notebook's Practice section, as committed -----------------------------------------------

@@ -78,15 +78,23 @@ def test_clipping_matches_torch_clip_grad_norm_bit_for_bit(scale):
         assert norm < 1.0 and all(torch.equal(p.grad, g) for p, g in zip(ours[:3], original, strict=True))
 
 
-def test_clipping_leaves_a_norm_exactly_at_the_limit_alone():
-    """The handout scales only a norm above M; clip_grad_norm_ scales every norm above M - 1e-6, so M itself too."""
-    p = nn.Parameter(torch.zeros(2))
-    q = nn.Parameter(torch.zeros(2))
+def test_clipping_at_exactly_the_limit_scales_as_the_handout_and_clip_grad_norm_do():
+    """The handout leaves g as is only when its norm is less than M: at M it scales, as clip_grad_norm_ does."""
+    p, q = nn.Parameter(torch.zeros(2)), nn.Parameter(torch.zeros(2))
     p.grad, q.grad = torch.tensor([3.0, 4.0]), torch.tensor([3.0, 4.0])  # norm exactly 5
     assert gradient_clipping([p], max_l2_norm=5.0).item() == 5.0
-    assert torch.equal(p.grad, torch.tensor([3.0, 4.0]))
     torch.nn.utils.clip_grad_norm_([q], max_norm=5.0)
-    assert (q.grad < p.grad).all()  # scaled by 5 / (5 + 1e-6)
+    assert (p.grad < torch.tensor([3.0, 4.0])).all() and torch.equal(p.grad, q.grad)  # both x 5 / (5 + 1e-6)
+
+
+def test_clipping_just_under_the_limit_differs_from_clip_grad_norm_as_documented():
+    """In (M - 1e-6, M) the handout leaves g alone; clip_grad_norm_ scales it by M / (norm + 1e-6) < 1."""
+    p, q = nn.Parameter(torch.zeros(2)), nn.Parameter(torch.zeros(2))
+    under = torch.tensor([3.0, 4.0]) * (1 - 1e-7)
+    p.grad, q.grad = under.clone(), under.clone()
+    assert 5.0 - 1e-6 < gradient_clipping([p], max_l2_norm=5.0).item() < 5.0
+    torch.nn.utils.clip_grad_norm_([q], max_norm=5.0)
+    assert torch.equal(p.grad, under) and (q.grad < p.grad).all()
 
 
 def test_clipping_takes_one_tensor_or_plain_tensors_as_clip_grad_norm_does():

@@ -210,6 +210,10 @@ def test_plot_has_a_line_per_stage_and_labelled_axes():
     assert fig.get_figwidth() <= MAX_WIDTH_IN and too_small_texts(fig) == []
     zero3 = ax.lines[3].get_ydata()
     assert zero3[3] == pytest.approx(80.0)  # 40B on 8 GPUs at ZeRO-3: exactly 80 GB each
+    # each line that levels off is labelled with its level, the part never sharded
+    labels = [t.get_text() for t in ax.texts]
+    assert labels == ["640 GB", "320 GB", "160 GB"]
+    assert ax.lines[1].get_ydata()[-1] == pytest.approx(320, rel=1e-2)  # ZeRO-1 near its label
     plt.close(fig)
 
 

@@ -102,3 +102,51 @@ def test_the_plan_adds_up_to_the_lecture():
     assert sum(slide_time.TARGET_MINUTES.values()) == 80
     numbers = {path.name[:2] for path in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
     assert numbers == set(slide_time.TARGET_MINUTES)
+
+
+def optional(cell: dict) -> dict:
+    cell.metadata["tags"] = [slide_time.OPTIONAL_TAG]
+    return cell
+
+
+def test_optional_slides_make_the_short_path(tmp_path, capsys):
+    nb = notebook(
+        markdown("# Title", "slide"),
+        optional(markdown("## Deep dive " + "w " * 148, "slide")),  # 150 words: one minute
+        markdown("Optional: the short path skips it.", "notes"),
+        code("x = 1", "-"),
+        markdown("## Last", "subslide"),
+    )
+    title, deep, last = found = slide_time.slides(nb)
+    assert [s.optional for s in found] == [False, True, False]
+    assert deep.notes == ["Optional: the short path skips it."] and deep.cells == [1, 2, 3]
+    assert slide_time.short_minutes(found) == pytest.approx((title.seconds + last.seconds) / 60)
+
+    (tmp_path / "06_x.ipynb").write_text(json.dumps(nb))
+    assert slide_time.main([str(tmp_path / "06_x.ipynb"), "--slides"]) == 0
+    out = capsys.readouterr().out
+    full, short = sum(s.seconds for s in found) / 60, slide_time.short_minutes(found)
+    assert f"3 slides {full:6.1f} min {short:6.1f} min (target 8)" in out
+    assert "Deep dive w w" in out and "(optional)" in out
+
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def test_the_full_path_fits_the_lecture():
+    minutes = {path.name: slide_time.notebook_minutes(path)[1] for path in NOTEBOOKS}
+    low, high = slide_time.LECTURE_MINUTES
+    total = sum(minutes.values())
+    per_notebook = ", ".join(f"{name[:2]} {m:.1f}" for name, m in minutes.items())
+    assert low <= total <= high, (
+        f"all slides take an estimated {total:.1f} min ({per_notebook}); the lecture is {low:g}-{high:g}: "
+        "cut words and repeats, not results"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_an_optional_slide_says_so_in_its_speaker_notes(path):
+    found, _ = slide_time.notebook_minutes(path)
+    assert not found[0].optional, f"{path.name}: the title slide is tagged {slide_time.OPTIONAL_TAG}"
+    unsaid = [s.title for s in found if s.optional and not (s.notes and s.notes[0].lstrip().startswith("Optional:"))]
+    assert not unsaid, f"{path.name}: optional slides whose speaker notes do not begin 'Optional:': {unsaid}"

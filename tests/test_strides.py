@@ -8,6 +8,7 @@ from lecture_utils.figures.memory import draw_strides
 from lecture_utils.strides import (
     contiguous_strides,
     element_via_storage,
+    new_bytes,
     shares_storage,
     storage_elements,
     storage_index,
@@ -63,6 +64,29 @@ def test_shares_storage():
     assert shares_storage(x, x.T) and shares_storage(x, x[1]) and shares_storage(x, x.view(6))
     assert not shares_storage(x, x.clone())
     assert not shares_storage(x, x.T.contiguous())
+
+
+def _devices() -> list[str]:
+    return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_new_bytes_a_view_allocates_nothing_a_copy_its_elements(device):
+    # Sizes in multiples of 512 B, the smallest block a GPU's caching allocator hands out.
+    a = torch.zeros(48, 64, device=device)
+    for view in (lambda: a.T, lambda: a[1:, ::2], lambda: a.view(-1), lambda: a.unsqueeze(0).expand(3, 48, 64)):
+        assert new_bytes(view, a) == 0
+    assert new_bytes(lambda: a.T.contiguous(), a) == 48 * 64 * 4
+    assert new_bytes(lambda: a[torch.tensor([0, 2], device=device)], a) == 2 * 64 * 4  # advanced indexing copies
+    assert new_bytes(lambda: a.to(torch.bfloat16), a) == 48 * 64 * 2
+    assert new_bytes(lambda: a.contiguous(), a) == 0  # already contiguous: a itself
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU's allocation counter")
+def test_new_bytes_on_a_gpu_counts_what_the_allocator_hands_out():
+    # 4 fp32 elements need 16 B; the caching allocator hands out blocks of at least 512 B.
+    a = torch.zeros(4, device="cuda")
+    assert new_bytes(lambda: a * 2, a) == 512
 
 
 def test_empty_and_meta_tensors_share_nothing():

@@ -3,6 +3,11 @@
     python tools/slide_time.py [NOTEBOOK ...]   # default: every notebooks/NN_*.ipynb
     python tools/slide_time.py --slides notebooks/04_flops_and_mfu.ipynb   # one line per slide
 
+It prints two totals per notebook and overall: the full path, every slide, and the short path, without
+the slides an instructor may drop to fit the time. Such a slide has a cell tagged "optional-slide"
+(`metadata.tags`; tag the slide's first cell, though any of its cells marks the whole slide), and its
+speaker notes begin "Optional:" to tell the presenter so.
+
 The slideshow is the cells whose `metadata.slideshow.slide_type` is "slide", "subslide",
 "fragment" or "-"; "slide" and "subslide" start a new slide, "skip" cells stay out, "notes" cells
 are the speaker's notes for the slide before them. A notebook with a cell that has no slide type
@@ -29,6 +34,7 @@ from pathlib import Path
 
 SLIDE_TYPES = {"slide", "subslide", "fragment", "-", "skip", "notes"}
 NEW_SLIDE = {"slide", "subslide"}
+OPTIONAL_TAG = "optional-slide"
 
 BASE_S = 15.0
 SPEAKING_WPM = 150.0
@@ -38,7 +44,9 @@ TEXT_LINE_S = 1.0
 FIGURE_S = 30.0
 WIDGET_S = 60.0
 
-# The lecture plan: minutes per notebook (80 in all), keyed by the notebook's number.
+# The lecture plan: minutes per notebook (80 in all), keyed by the notebook's number. The full path
+# may run to LECTURE_MINUTES' upper end; the optional slides are what an instructor drops to run short.
+LECTURE_MINUTES = (75.0, 85.0)
 TARGET_MINUTES = {"00": 10, "01": 12, "02": 6, "03": 6, "04": 15, "05": 8, "06": 8, "07": 6, "08": 6, "09": 3}
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -65,7 +73,9 @@ class Slide:
     text_lines: int = 0
     figures: int = 0
     widgets: int = 0
+    optional: bool = False  # a cell of it is tagged OPTIONAL_TAG: an instructor may drop it
     cells: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # its speaker notes' sources
 
     @property
     def seconds(self) -> float:
@@ -147,9 +157,11 @@ def slides(notebook: dict, name: str = "notebook") -> list[Slide]:
             result.append(Slide(_title(cell, index)))
         slide = result[-1]
         slide.cells.append(index)
+        slide.optional |= OPTIONAL_TAG in cell.get("metadata", {}).get("tags", [])
         source = _text(cell.get("source", ""))
         if kind == "notes":
             slide.note_words += shown_words(source)
+            slide.notes.append(source)
         elif cell.get("cell_type") == "markdown":
             slide.words += shown_words(source)
             slide.figures += len(_IMAGE.findall(source))
@@ -161,9 +173,14 @@ def slides(notebook: dict, name: str = "notebook") -> list[Slide]:
 
 
 def notebook_minutes(path: Path) -> tuple[list[Slide], float]:
-    """(slides, estimated minutes) of the notebook at `path`."""
+    """(slides, estimated minutes of the full path) of the notebook at `path`."""
     found = slides(json.loads(path.read_text()), path.name)
     return found, sum(s.seconds for s in found) / 60
+
+
+def short_minutes(found: list[Slide]) -> float:
+    """Estimated minutes of the short path: the slides without the optional ones."""
+    return sum(s.seconds for s in found if not s.optional) / 60
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slides", action="store_true", help="also print each slide's estimate")
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    total, target, failed = 0.0, 0.0, []
+    total, short_total, target, failed = 0.0, 0.0, 0.0, []
+    print(f"{'':<34} {'':>10} {'full':>10} {'short':>10}")
     for path in paths:
         try:
             found, minutes = notebook_minutes(path)
@@ -181,16 +199,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error}")
             continue
         goal = TARGET_MINUTES.get(path.name[:2])
+        short = short_minutes(found)
         total += minutes
+        short_total += short
         target += goal or 0
         aim = f"(target {goal})" if goal is not None else ""
-        print(f"{path.name:<34} {len(found):>3} slides {minutes:6.1f} min {aim}")
+        print(f"{path.name:<34} {len(found):>3} slides {minutes:6.1f} min {short:6.1f} min {aim}")
         if args.slides:
             for number, slide in enumerate(found, 1):
-                print(
-                    f"    {number:>3}. {slide.seconds:5.0f} s  cells {slide.cells[0]}-{slide.cells[-1]}  {slide.title}"
-                )
-    print(f"{'total':<34} {'':>10} {total:6.1f} min (target {target:g})")
+                mark = " (optional)" if slide.optional else ""
+                cells = f"cells {slide.cells[0]}-{slide.cells[-1]}"
+                print(f"    {number:>3}. {slide.seconds:5.0f} s  {cells}  {slide.title}{mark}")
+    lecture = "" if args.notebooks else ", the lecture {:g}-{:g}".format(*LECTURE_MINUTES)
+    print(f"{'total':<34} {'':>10} {total:6.1f} min {short_total:6.1f} min (target {target:g}{lecture})")
     if failed:
         print(f"error: no estimate for {', '.join(failed)}: every cell needs a slide type", file=sys.stderr)
     return 2 if failed else 0

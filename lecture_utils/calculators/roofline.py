@@ -55,7 +55,7 @@ def roofline_point(m: PositiveInt, n: PositiveInt, p: PositiveInt, card: str, dt
     """Intensity and attainable FLOP/s of (m x n) @ (n x p) in a dtype of MATMUL_DTYPES on a card (notebook 04).
 
     `card` is a lecture_utils.hardware key or GPU name. Raises ValueError for a dtype not offered
-    and when the card's datasheet has no dense figure for the dtype's row (no fp32 on the B200).
+    and when the card's datasheet has no dense figure for the dtype's row (no bf16 on the T4).
     """
     if dtype_name not in MATMUL_DTYPES:
         raise ValueError(f"no dtype {dtype_name!r}; choose one of {list(MATMUL_DTYPES)}")

@@ -49,7 +49,7 @@ def training_estimate(
     """FLOPs and days to train `params` on `tokens` with `gpus` cards at an MFU (notebook 00).
 
     `card` is a lecture_utils.hardware table key ('h100-sxm') or a GPU name. Raises ValueError when
-    the card's datasheet has no dense figure for `precision` (no fp8 on an A100, no fp32 on the B200).
+    the card's datasheet has no dense figure for `precision` (no fp8 on an A100, no bf16 on a T4).
     """
     peak = lookup_accelerator(card).peak(precision)
     flops = training_flops(params, tokens)

@@ -4,6 +4,8 @@ Each module holds `PROBLEMS`, a dict from problem number (1, 2, ...) to `lecture
 the question as the notebook shows it, the function that works the answer out with the package, and
 the hints. napkin (notebook 00), dtypes (01), strides (02), named_axes (03), flops (04),
 gradient_flops (05), optimizers (06), training_loop (07), mixed_precision (08), sharded_training (09).
+Where a notebook's numbers and worked answers outgrow one module, they sit beside its questions:
+flops_answers (04), gradient_flops_answers (05), mixed_precision_answers (08); those hold no PROBLEMS.
 
 A notebook's "## Practice" section, after its takeaways, is: a markdown intro; a code cell that
 imports PROBLEMS; then for each problem, three cells: the markdown `problem.markdown()`; the

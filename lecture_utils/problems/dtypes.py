@@ -118,6 +118,16 @@ def _nvfp4_weight() -> Worked:
     return Worked(steps, value, f"{value:.4g}")
 
 
+def _e4m3_subnormals() -> int:
+    """How many positive e4m3fn values lie below its smallest normal number (all 256 patterns, read)."""
+    values = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(torch.float8_e4m3fn).float()
+    return int(((values > 0) & (values < torch.finfo(torch.float8_e4m3fn).tiny)).sum())
+
+
+# One hint for every miscount of the special patterns, whichever way it is off: it must not say which.
+_SPECIAL_PATTERNS = "check the special bit patterns: which sign-0 ones are zero, NaN or subnormal, and which count?"
+
+
 def _unrounded_scale_value(_: float) -> float:
     scale = BLOCK_AMAX / E2M1_MAX
     return round_e2m1(torch.tensor(WEIGHT / scale)).item() * scale
@@ -170,7 +180,7 @@ PROBLEMS: dict[int, Problem] = {
         mistakes=(
             Mistake(
                 lambda s: s * 2,
-                "a cast rounds to the nearest fp16 number: a value need not reach the smallest one to survive.",
+                "a cast rounds to the nearest fp16 number: find the smallest value that does not round to 0.",
             ),
             Mistake(
                 lambda _: 2.0 ** math.ceil(math.log2(torch.finfo(torch.float16).tiny / GRADIENT)),
@@ -190,15 +200,18 @@ PROBLEMS: dict[int, Problem] = {
         close_tol=0.02,
         units={"values": 1.0},
         mistakes=(
-            Mistake(lambda n: n + 2, "not every sign-0 pattern is a finite positive number: which are zero or NaN?"),
+            Mistake(lambda n: n + 2, _SPECIAL_PATTERNS),
+            Mistake(lambda n: n + 1, _SPECIAL_PATTERNS),
+            Mistake(lambda n: n - 1, _SPECIAL_PATTERNS),
+            Mistake(lambda n: n - _e4m3_subnormals(), _SPECIAL_PATTERNS),
         ),
     ),
     5: Problem(
         5,
         "weights over PCIe",
         f"The bf16 weights of a {COPY_PARAMS / 1e9:.0f}B-parameter model are copied from host memory to one GPU "
-        f"over PCIe Gen5 x16, at the spec's peak of {PCIE_GEN5_X16_BYTES_PER_S / 1e9:.0f} GB/s in each direction. "
-        "How long does the copy take at best? Answer in seconds.",
+        f"over PCIe Gen5 x16, at the spec's peak of {PCIE_GEN5_X16_BYTES_PER_S / 1e9:.0f} GB/s (1 GB = 1e9 bytes) "
+        "in each direction. How long does the copy take at best? Answer in seconds.",
         "seconds",
         _copy_seconds,
         "Bytes of the weights, divided by the link's rate in one direction.",

@@ -1,12 +1,15 @@
 """Practice for notebook 04: a layer's FLOPs, MFU, tokens to a ridge, batch-1 decoding, a cluster, GELU's ceiling.
 
 The questions, hints and known mistakes; each problem's numbers and worked answer live in
-lecture_utils.flops_answers, so the question and the answer are built from the same numbers.
+lecture_utils.problems.flops_answers, so the question and the answer are built from the same numbers.
 """
 
 import math
 
-from lecture_utils.flops_answers import (
+from lecture_utils.op_intensity import ACTIVATION_FLOPS
+from lecture_utils.practice import Mistake, Problem
+from lecture_utils.problems import itemsize_slip, percent_as_fraction
+from lecture_utils.problems.flops_answers import (
     A100,
     B200,
     BATCH,
@@ -40,9 +43,6 @@ from lecture_utils.flops_answers import (
     ridge_tokens,
     run_mfu,
 )
-from lecture_utils.op_intensity import ACTIVATION_FLOPS
-from lecture_utils.practice import Mistake, Problem
-from lecture_utils.problems import itemsize_slip, percent_as_fraction
 
 _KV_AS_Q = {**DECODE_WEIGHTS, "k": (DECODE_D, DECODE_D), "v": (DECODE_D, DECODE_D)}  # a slip: k, v as wide as q
 

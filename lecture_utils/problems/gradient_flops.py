@@ -1,11 +1,13 @@
 """Practice for notebook 05: a layer's backward, when attention catches up, MFU, HFU, and checkpoint memory.
 
 The questions, hints and known mistakes; each problem's numbers and worked answer live in
-lecture_utils.gradient_flops_answers, so the question and the answer are built from the same numbers.
+lecture_utils.problems.gradient_flops_answers, so the question and the answer are built from the same numbers.
 """
 
 from lecture_utils.checkpoint_schedule import stored_tensors
-from lecture_utils.gradient_flops_answers import (
+from lecture_utils.practice import Mistake, Problem
+from lecture_utils.problems import itemsize_slip, percent_as_fraction, unit_mixup
+from lecture_utils.problems.gradient_flops_answers import (
     ARCHITECTURE,
     CHECKPOINTED_TOKENS_PER_S,
     CKPT_BATCH,
@@ -31,8 +33,6 @@ from lecture_utils.gradient_flops_answers import (
     model_flops,
     percent_of_peak,
 )
-from lecture_utils.practice import Mistake, Problem
-from lecture_utils.problems import itemsize_slip, percent_as_fraction, unit_mixup
 from lecture_utils.transformer import matmul_params
 
 _PERCENT = {"%": 1.0, "percent": 1.0}

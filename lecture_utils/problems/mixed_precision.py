@@ -1,6 +1,6 @@
 """Practice for notebook 08: a loss scale after a spike, updates bf16 drops, a recipe's bytes, autocast's
 saved tensors, the days bf16 matmuls save, what a stale fp8 scale clips. Each problem's numbers and
-worked answer live in lecture_utils.mixed_precision_answers, so question and answer cannot disagree.
+worked answer live in problems.mixed_precision_answers, so question and answer cannot disagree.
 """
 
 import math
@@ -9,7 +9,9 @@ import torch
 
 from lecture_utils.dtypes import float_range
 from lecture_utils.memory import dtype_bytes
-from lecture_utils.mixed_precision_answers import (
+from lecture_utils.practice import Mistake, Problem
+from lecture_utils.problems import percent_as_fraction, unit_mixup
+from lecture_utils.problems.mixed_precision_answers import (
     A100,
     BF16,
     BLOCK_TOKENS,
@@ -29,7 +31,9 @@ from lecture_utils.mixed_precision_answers import (
     WEIGHT_STD,
     WIDTH,
     autocast_saved,
+    clip_ceiling,
     clipped_percent,
+    clipped_share,
     days_saved,
     frozen_percent,
     frozen_threshold,
@@ -38,9 +42,9 @@ from lecture_utils.mixed_precision_answers import (
     run_days,
     scale_after_spike,
 )
-from lecture_utils.practice import Mistake, Problem
-from lecture_utils.problems import percent_as_fraction
 
+# One hint for a scale one halving off either way: it must not say which way.
+_STOPPED = "check where you stopped: the scaled gradient must fit fp16 at the scale used, and not at the one before."
 _POWER_OF_TWO = "GradScaler only halves its starting power of two, so every scale it tries is a power of two."
 # fp16's max / the spike is 5458.67, the scale that just fits: asked for a whole number, a student writes it so.
 _WHOLE_NUMBER_SPELLINGS = (math.floor, math.ceil, lambda v: round(v, 2))
@@ -69,8 +73,8 @@ PROBLEMS: dict[int, Problem] = {
         "Find the largest value fp16 holds, and halve the scale until the scaled gradient stays below it.",
         rel_tol=0.0,
         mistakes=(
-            Mistake(lambda s: s * 2, "at that scale the scaled gradient is still past fp16's largest value."),
-            Mistake(lambda s: s / 2, "one halving too many: the first scale that fits is the one used."),
+            Mistake(lambda s: s * 2, _STOPPED),
+            Mistake(lambda s: s / 2, _STOPPED),
             *(
                 Mistake(lambda _, spell=spell: spell(float_range(FP16).max / SPIKE_GRAD), _POWER_OF_TWO)
                 for spell in _WHOLE_NUMBER_SPELLINGS
@@ -120,7 +124,7 @@ PROBLEMS: dict[int, Problem] = {
         f"An MLP block, `Linear({WIDTH}, {4 * WIDTH})`, GELU, `Linear({4 * WIDTH}, {WIDTH})`, with fp32 "
         f"parameters, runs forward on {BLOCK_TOKENS:,} tokens under bf16 autocast; its fp32 input needs no "
         "gradient. How many MiB does autograd keep for the backward pass? Count autocast's bf16 copies of "
-        "weights, not the parameters themselves. Answer in MiB.",
+        "weights, not the parameters themselves. Answer in MiB (1 MiB = 2^20 bytes).",
         "MiB",
         autocast_saved,
         "List what each op keeps for its backward (a matmul: its input; its weight if its input needs a gradient).",
@@ -129,6 +133,7 @@ PROBLEMS: dict[int, Problem] = {
             Mistake(lambda _: _FP32_MIB, "that is fp32's count: under autocast the matmuls' inputs are bf16."),
             Mistake(lambda m: m - _COPY_MIB, "autocast keeps a bf16 copy of a weight whose input needs a gradient."),
             Mistake(lambda m: m + _COPY_MIB, "the block's input needs no gradient: no copy of the 1st weight is kept."),
+            unit_mixup("MB", "MiB"),
         ),
     ),
     5: Problem(
@@ -153,14 +158,20 @@ PROBLEMS: dict[int, Problem] = {
         "a stale fp8 scale",
         f"Delayed scaling set this step's e4m3 scale from an amax history whose largest entry is {HISTORY_AMAX:g}: "
         f"scale = {HISTORY_AMAX:g} / {torch.finfo(E4M3).max:g}. This step the tensor has jumped: its values are "
-        f"spread normally around 0 with standard deviation {JUMP_STD:g}. What percentage of them does the cast "
-        "clip, because their scaled magnitude is past e4m3's max? Answer in percent.",
+        f"spread normally around 0 with standard deviation {JUMP_STD:g}. The cast clips a value when rounding "
+        f"alone would take it past e4m3's max: when its scaled magnitude is past {torch.finfo(E4M3).max:g} + half "
+        f"of e4m3's step there ({clip_ceiling():g}), as the delayed-scaling experiment counts. What percentage "
+        "of the values does it clip? Answer in percent.",
         "percent",
         clipped_percent,
-        "Turn the format's max into the tensor's units with the scale; then the normal share beyond it, both sides.",
+        "Turn that limit into the tensor's units with the scale; then the normal share beyond it, both sides.",
         units={"%": 1.0},
         mistakes=(
             Mistake(lambda p: p / 2, "values far below zero clip too: count both tails."),
+            Mistake(
+                lambda _: clipped_share(torch.finfo(E4M3).max),
+                "that counts from the max itself: up to half a step past it, a value rounds to the max anyway.",
+            ),
             percent_as_fraction(),
         ),
     ),

@@ -133,6 +133,7 @@ PROBLEMS: dict[int, Problem] = {
         "rearrange gives a view when it can: split x's last stride first, then move the axes.",
         rel_tol=0.0,
         close_tol=0.0,
+        units={"elements": 1.0},
         mistakes=(
             Mistake(
                 lambda _: contiguous_strides((X_SHAPE[0], N_HEADS, X_SHAPE[1], X_SHAPE[2] // N_HEADS))[1],

@@ -103,7 +103,7 @@ def _ddp_per_gpu() -> Worked:
         f"plain data parallelism copies all of it to each of the {DDP_GPUS} GPUs:",
         f"  {DDP_PARAMS / 1e9:g}e9 x {recipe.total} B = {held:.4g} B on every GPU",
     )
-    return Worked(steps, held / 1e9, f"{held / 1e9:.0f} GB per GPU")
+    return Worked(steps, held / 1e9, f"{held / 1e9:.0f} GB")
 
 
 def _nvfp4_weights() -> Worked:
@@ -120,14 +120,15 @@ def _nvfp4_weights() -> Worked:
 
 _GB_UNITS = {"GiB": 2**30 / 1e9, "TB": 1e3, "MB": 1e-3, "B": 1e-9, "bytes": 1e-9}
 _BILLIONS = {"B": 1.0, "billion": 1.0, "M": 1e-3, "million": 1e-3, "params": 1e-9, "parameters": 1e-9}
-_SPARSE = "that is what the 2:4-sparse datasheet figure gives: a dense model gets half of it."
+_SPARSE = "that uses twice the dense bf16 peak (the 2:4-sparse figure, or fp8's): this run is dense bf16."
 
 PROBLEMS: dict[int, Problem] = {
     1: Problem(
         1,
         "a 405B model",
-        f"A dense model of {BIG_PARAMS / 1e9:.0f}B parameters trains on {BIG_TOKENS / 1e12:.0f}T tokens, on "
-        f"{BIG_GPUS:,} H100 SXM GPUs at MFU {BIG_MFU:.2f}. How many days does the run take? Answer in days.",
+        f"A dense model of {BIG_PARAMS / 1e9:.0f}B parameters trains in bf16 on {BIG_TOKENS / 1e12:.0f}T tokens, on "
+        f"{BIG_GPUS:,} H100 SXM GPUs at MFU {BIG_MFU:.2f} (of the dense bf16 peak). How many days does the run "
+        "take? Answer in days.",
         "days",
         _days_405b,
         "6ND FLOPs, divided by what the cluster does in one day: GPUs x dense bf16 peak x MFU x seconds.",
@@ -140,13 +141,13 @@ PROBLEMS: dict[int, Problem] = {
     2: Problem(
         2,
         "the tokens a month buys",
-        f"You have {MONTH_GPUS:,} H100 SXM GPUs for {MONTH_DAYS} days and expect MFU {MONTH_MFU}. On how many "
-        f"tokens can a dense {MONTH_PARAMS / 1e9:.0f}B model train? Answer in trillions of tokens "
-        '(2 or "2T" for 2e12).',
+        f"You have {MONTH_GPUS:,} H100 SXM GPUs for {MONTH_DAYS} days and expect MFU {MONTH_MFU} (of the dense bf16 "
+        f"peak). On how many tokens can a dense {MONTH_PARAMS / 1e9:.0f}B model train in bf16? Answer in trillions "
+        'of tokens (2 or "2T" for 2e12).',
         "trillions of tokens",
         _tokens_in_a_month,
         "Turn the cluster's month into FLOPs first, then divide by what one token costs in training.",
-        units={"T": 1.0, "T tokens": 1.0, "B": 1e-3, "B tokens": 1e-3, "tokens": 1e-12},
+        units={"T": 1.0, "trillion": 1.0, "B": 1e-3, "billion": 1e-3, "tokens": 1e-12},
         mistakes=(
             Mistake(lambda t: t * 2, _SPARSE),
             Mistake(lambda t: t * 3, "one token costs 2N FLOPs forward only: training costs 6N."),
@@ -156,9 +157,9 @@ PROBLEMS: dict[int, Problem] = {
         3,
         "B200s for a deadline",
         f"How many B200 GPUs train the notebook's first run, a dense {B200_PARAMS / 1e9:.0f}B model on "
-        f"{B200_TOKENS / 1e12:.0f}T tokens, in {B200_DAYS} days at MFU {B200_MFU:.2f}? A B200's dense bf16 peak is "
-        f"{B200.peak('bf16') / 1e12:,.0f} TFLOP/s ({B200.peak('bf16', sparse=True) / 1e12:,.0f} with 2:4 sparsity). "
-        "Answer with a whole number of GPUs.",
+        f"{B200_TOKENS / 1e12:.0f}T tokens in bf16, in {B200_DAYS} days at MFU {B200_MFU:.2f}? A B200's dense bf16 "
+        f"peak is {B200.peak('bf16') / 1e12:,.0f} TFLOP/s ({B200.peak('bf16', sparse=True) / 1e12:,.0f} with 2:4 "
+        "sparsity). Answer with a whole number of GPUs.",
         "GPUs",
         _b200s,
         "Write the days formula, solve it for the GPUs, and round the way that still meets the deadline.",

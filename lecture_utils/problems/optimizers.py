@@ -11,6 +11,7 @@ import math
 import torch
 
 from lecture_utils.accounting import plain_recipe
+from lecture_utils.adamw import AdamW as HandoutAdamW
 from lecture_utils.hardware import ACCELERATORS
 from lecture_utils.models import cruncher_activation_numel, cruncher_num_parameters, truncated_normal_std
 from lecture_utils.optim import OPTIMIZERS, Adam
@@ -51,11 +52,23 @@ def _init_std() -> Worked:
     return Worked(steps, out, f"{out:.4f}")
 
 
-def _adam_first_step() -> Worked:
+def _first_step(optimizer_class: type[torch.optim.Optimizer], **settings: float) -> torch.optim.Optimizer:
+    """One step from fresh state on a weight at 0 whose gradient is TINY_GRAD: the optimizer, after it."""
     weight = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
     weight.grad = torch.full_like(weight, TINY_GRAD)
-    optimizer = Adam([weight], lr=LR, eps=EPS)
+    optimizer = optimizer_class([weight], lr=LR, eps=EPS, **settings)
     optimizer.step()
+    return optimizer
+
+
+def _handout_adamw_step() -> float:
+    """What the assignment's AdamW moves (eps before the bias correction): a slip for problem 2."""
+    return -_first_step(HandoutAdamW, weight_decay=0.0).param_groups[0]["params"][0].item()
+
+
+def _adam_first_step() -> Worked:
+    optimizer = _first_step(Adam)
+    weight = optimizer.param_groups[0]["params"][0]
     moved = -weight.item()
     m, v = (optimizer.state[weight][k].item() for k in ("exp_avg", "exp_avg_sq"))
     b1, b2 = optimizer.param_groups[0]["betas"]
@@ -63,9 +76,9 @@ def _adam_first_step() -> Worked:
         f"step 1 from m = v = 0: m = (1 - {b1}) g = {m:.3g}, v = (1 - {b2}) g^2 = {v:.3g}",
         f"bias-corrected: m_hat = m / (1 - {b1}) = {m / (1 - b1):.3g}, sqrt(v_hat) = {math.sqrt(v / (1 - b2)):.3g}",
         f"step = lr m_hat / (sqrt(v_hat) + eps) = {LR:g} x {m / (1 - b1):.3g} / ({math.sqrt(v / (1 - b2)):.3g}"
-        f" + {EPS:g}) = {moved:.4g}",
+        f" + {EPS:g}) = {moved:.4g}, that is {moved / LR:.2f} lr",
     )
-    return Worked(steps, moved, f"{moved:.2e} ({moved / LR:.2f} lr)")
+    return Worked(steps, moved, f"{moved:.2e}")
 
 
 def _state_gb(name: str) -> float:
@@ -146,9 +159,10 @@ PROBLEMS: dict[int, Problem] = {
     2: Problem(
         2,
         "Adam's first step on a tiny gradient",
-        f"A weight's gradient on the first step is {TINY_GRAD:g}. Adam (lr = {LR:g}, betas (0.9, 0.999), "
-        f"eps = {EPS:g}, no weight decay) takes that step from fresh state. By how much does the weight "
-        "move? Answer with the size of the change, a positive number.",
+        f"A weight's gradient on the first step is {TINY_GRAD:g}. `torch.optim.Adam` (lr = {LR:g}, betas (0.9, "
+        f"0.999), eps = {EPS:g}, no weight decay) takes that step in fp32 from fresh state. By how much does the "
+        'weight move? Answer with the size of the change, a positive number (or in units of lr, e.g. "0.5 lr"). '
+        "Take torch's update, not the assignment's AdamW, which adds eps elsewhere.",
         "",
         _adam_first_step,
         "Bias correction undoes the zero start exactly on step 1; then compare sqrt(v_hat) with eps.",
@@ -156,6 +170,10 @@ PROBLEMS: dict[int, Problem] = {
         mistakes=(
             Mistake(lambda _: LR, "eps is added to sqrt(v_hat), and here the two are about the same size."),
             Mistake(lambda _: LR * TINY_GRAD, "Adam divides by the gradient's size: the step is not lr x g."),
+            Mistake(
+                lambda _: _handout_adamw_step(),
+                "that is the assignment's AdamW, which adds eps before the bias correction: take torch's Adam.",
+            ),
         ),
     ),
     3: Problem(

@@ -45,7 +45,7 @@ def _zero1_gb() -> Worked:
         f"ZeRO-1 keeps p + g whole and shards K over {Z1_GPUS} GPUs:",
         f"  ({p} + {g}) x {Z1_PARAMS / 1e9:g}e9 + {k} x {Z1_PARAMS / 1e9:g}e9 / {Z1_GPUS} = {held:.4g} B",
     )
-    return Worked(steps, held / 1e9, f"{held / 1e9:g} GB per GPU")
+    return Worked(steps, held / 1e9, f"{held / 1e9:g} GB")
 
 
 def _at_stage(stage: int) -> float:
@@ -197,9 +197,9 @@ PROBLEMS: dict[int, Problem] = {
         3,
         "what ZeRO-3's extra traffic costs",
         f"A {LINK_PARAMS / 1e9:.0f}B model trains in fp32 on {LINK_GPUS} GPUs, either with DDP or with FSDP2 as "
-        f"ZeRO-3 (no mixed-precision policy). Take each GPU's link as sending {LINK_BYTES_PER_S / 1e9:.0f} GB/s, "
-        "collectives as rings, and nothing overlapped with compute. How many milliseconds more per step does "
-        "a GPU spend sending under ZeRO-3 than under DDP? Answer in ms.",
+        f"ZeRO-3 (no mixed-precision policy). Take each GPU's link as sending {LINK_BYTES_PER_S / 1e9:.0f} GB/s "
+        "(1 GB = 1e9 bytes), collectives as rings, and nothing overlapped with compute. How many milliseconds "
+        "more per step does a GPU spend sending under ZeRO-3 than under DDP? Answer in ms.",
         "ms",
         _zero3_extra_ms,
         "List each approach's collectives and the tensor each is passed; a ring rank sends (N - 1)/N of it per pass.",
@@ -233,7 +233,7 @@ PROBLEMS: dict[int, Problem] = {
         f"A {BF16_PARAMS / 1e9:.0f}B model trains on {BF16_GPUS} GPUs with FSDP2 as ZeRO-3 and "
         "`MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)`: fp32 shards, weights "
         "gathered in bf16, gradients reduce-scattered in fp32. With ring collectives, how many GB does each "
-        "GPU send per step? Answer in GB.",
+        "GPU send per step? Answer in GB (1 GB = 1e9 bytes).",
         "GB",
         _bf16_sent_gb,
         "Count each collective's tensor in the dtype it travels in, then a ring rank's share of it.",

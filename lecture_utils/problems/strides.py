@@ -48,7 +48,7 @@ def _position() -> Worked:
         f"y = {VIEW}: shape {tuple(y.shape)}, stride {y.stride()}, offset {y.storage_offset()}",
         f"y[{', '.join(map(str, INDEX))}] sits at {y.storage_offset()} + {terms} = {at}",
     )
-    return Worked(steps, at, f"storage index {at}")
+    return Worked(steps, at, f"{at}")
 
 
 def _copies() -> Worked:
@@ -92,6 +92,7 @@ def _transpose_copy_us() -> Worked:
     return Worked(steps, moved / rate * 1e6, f"{moved / rate * 1e6:.0f} microseconds")
 
 
+_OFFSET = "check the storage offset: where in x's storage does y[0, 0, 0] sit?"
 _BYTES = {"B": 1.0, "kB": 1e3, "KiB": 2**10, "MB": 1e6, "MiB": 2**20, "GB": 1e9}
 
 PROBLEMS: dict[int, Problem] = {
@@ -107,7 +108,8 @@ PROBLEMS: dict[int, Problem] = {
         "and a step multiplies a stride.",
         rel_tol=0.0,
         close_tol=0.0,
-        mistakes=(Mistake(lambda at: at - 1, "the slice `1:` starts one step in: that is the storage offset."),),
+        # one hint for one off either way: it must not say which way
+        mistakes=tuple(Mistake(lambda at, d=d: at + d, _OFFSET) for d in (-1, 1)),
     ),
     2: Problem(
         2,

@@ -12,7 +12,7 @@ from lecture_utils.accounting import plain_recipe
 from lecture_utils.data import token_dtype
 from lecture_utils.optim import AdamW
 from lecture_utils.practice import Mistake, Problem, Worked
-from lecture_utils.problems import unit_mixup
+from lecture_utils.problems import percent_as_fraction, unit_mixup
 from lecture_utils.schedule import get_lr_cosine_schedule
 
 # 1: a corpus whose vocabulary outgrows 16 bits
@@ -103,6 +103,7 @@ def _coverage() -> Worked:
     return Worked(steps, 100 * (1 - missed), f"{1 - missed:.1%}")
 
 
+_ROUNDING = "check your rounding: the fewest steps that train on at least as many targets as the corpus holds."
 _TB = {"GB": 1e-3, "PB": 1e3, "TiB": 2**40 / 1e12, "B": 1e-12, "bytes": 1e-12}
 _SECONDS = {"s": 1.0, "min": 60.0, "ms": 1e-3}
 
@@ -128,7 +129,7 @@ PROBLEMS: dict[int, Problem] = {
         "a checkpoint's write time",
         f"A {CKPT_PARAMS / 1e9:g}B-parameter model trains in fp32 with AdamW. Each checkpoint saves the weights and "
         f"the optimizer state (the gradients are recomputed every step, so they are not saved) to a disk that "
-        f"writes {DISK_BYTES_PER_S / 1e9:g} GB/s. How long does one save take? Answer in seconds.",
+        f"writes {DISK_BYTES_PER_S / 1e9:g} GB/s (1 GB = 1e9 bytes). How long does one save take? Answer in seconds.",
         "seconds",
         _write_seconds,
         "Bytes per parameter of what is saved, times the parameters, divided by the disk's rate.",
@@ -138,7 +139,10 @@ PROBLEMS: dict[int, Problem] = {
             Mistake(
                 lambda s: s * 4 / _saved_bytes_per_param(), "resuming needs AdamW's moments as well as the weights."
             ),
-            Mistake(lambda s: s * 8 / _saved_bytes_per_param(), "AdamW keeps two moments per parameter, m and v."),
+            Mistake(
+                lambda s: s * 8 / _saved_bytes_per_param(),
+                "count every tensor a resume needs: the weights and both of AdamW's moments, m and v.",
+            ),
         ),
     ),
     3: Problem(
@@ -169,14 +173,13 @@ PROBLEMS: dict[int, Problem] = {
         "tokens as the corpus holds? Answer with a whole number of steps.",
         "steps",
         _one_pass,
-        "Count the target tokens one step trains on, divide, and round up.",
+        "Count the target tokens one step trains on, divide, and round so that the steps cover the corpus.",
         rel_tol=0.0,
         close_tol=0.01,
         mistakes=(
-            Mistake(
-                lambda _: math.floor(PASS_TOKENS / (BATCH * CONTEXT)),
-                "that rounds down: the tokens left over need one more step.",
-            ),
+            # One hint for one step off either way: it must not say which way.
+            Mistake(lambda _: math.floor(PASS_TOKENS / (BATCH * CONTEXT)), _ROUNDING),
+            Mistake(lambda n: n + 1, _ROUNDING),
             Mistake(lambda _: PASS_TOKENS / CONTEXT, "each step draws a whole batch of windows, not one."),
             Mistake(lambda _: PASS_TOKENS / BATCH, "each window holds a whole context of targets."),
         ),
@@ -191,6 +194,9 @@ PROBLEMS: dict[int, Problem] = {
         _coverage,
         "For one position, find the chance that a single random window misses it; then every window must miss.",
         units={"%": 1.0},
-        mistakes=(Mistake(lambda _: 100.0, "random starts overlap: some stretches are drawn twice, others never."),),
+        mistakes=(
+            Mistake(lambda _: 100.0, "random starts overlap: some stretches are drawn twice, others never."),
+            percent_as_fraction(),
+        ),
     ),
 }

@@ -70,7 +70,7 @@ def frozen_percent() -> Worked:
         f"it holds from 2^{math.log2(start):.0f} = {start:g} on (a binade's start): those weights keep their values",
         f"P(|w| >= {start:g}) for std {WEIGHT_STD:g} = erfc({start:g} / ({WEIGHT_STD:g} x sqrt 2)) = {share:.4f}",
     )
-    return Worked(steps, 100 * share, f"{100 * share:.1f}% of the weights")
+    return Worked(steps, 100 * share, f"{100 * share:.1f}%")
 
 
 def main_grad_largest() -> Worked:
@@ -126,15 +126,28 @@ def days_saved() -> Worked:
     return Worked(steps, saved, f"{saved:.1f} days")
 
 
+def clip_ceiling() -> float:
+    """e4m3's max plus half its step there: past it, rounding to nearest would leave the range (notebook 08)."""
+    fmax = torch.finfo(E4M3).max
+    return fmax + ulp(torch.tensor(fmax), E4M3).item() / 2
+
+
+def clipped_share(ceiling: float) -> float:
+    """Problem 6's share of values whose scaled magnitude is past `ceiling`, in percent (notebook 08)."""
+    return 100 * normal_tail(fp8_scale(torch.tensor(HISTORY_AMAX)).item() * ceiling, JUMP_STD)
+
+
 def clipped_percent() -> Worked:
     """Worked answer 6: the share of values a stale fp8 scale clips (notebook 08)."""
-    fmax = torch.finfo(E4M3).max
+    fmax, ceiling = torch.finfo(E4M3).max, clip_ceiling()
     scale = fp8_scale(torch.tensor(HISTORY_AMAX)).item()
-    limit = scale * fmax
-    share = normal_tail(limit, JUMP_STD)
+    limit = scale * ceiling
+    share = clipped_share(ceiling)
     steps = (
         f"scale = amax / max = {HISTORY_AMAX:g} / {fmax:g} = {scale:.4g}",
-        f"a value clips where |x| / scale > {fmax:g}, that is |x| > {fmax:g} x {scale:.4g} = {limit:g}",
-        f"P(|x| > {limit:g}) for std {JUMP_STD:g} = erfc({limit:g} / ({JUMP_STD:g} x sqrt 2)) = {share:.4f}",
+        f"e4m3's step at its max is {2 * (ceiling - fmax):g}: up to {fmax:g} + {ceiling - fmax:g} = {ceiling:g} a",
+        "  scaled value rounds to the max anyway; past it, only the clip keeps it there",
+        f"a value clips where |x| / scale > {ceiling:g}, that is |x| > {ceiling:g} x {scale:.4g} = {limit:.4g}",
+        f"P(|x| > {limit:.4g}) for std {JUMP_STD:g} = erfc({limit:.4g} / ({JUMP_STD:g} x sqrt 2)) = {share / 100:.4f}",
     )
-    return Worked(steps, 100 * share, f"{100 * share:.1f}% of the values")
+    return Worked(steps, share, f"{share:.1f}%")
