@@ -136,8 +136,10 @@ def refresh(calc: Calculator, result: Callable[..., tuple], draw: Callable[[dict
     """
     values = calc.values()
     title, rows, message = result(**values)
-    calc.result.value = result_html(title, rows, values, message)
+    # The figure first: the browser applies updates in order, so a new result never shows beside
+    # the figure of the old inputs.
     calc.plot.outputs = () if message else (draw(values),)
+    calc.result.value = result_html(title, rows, values, message)
 
 
 def show_calculator(calculator: Calculator) -> None:
