@@ -39,7 +39,8 @@ class Accelerator:
     bandwidth_bytes_per_s: float = 0.0
     source: str = ""
     # GeForce: the whitepaper's figures are at the spec boost clock, and GPU Boost runs a cool card
-    # above it, so a measurement may beat the row. Data-centre rows are at the maximum boost clock.
+    # above it, so a measurement may beat the row. Data-centre rows are at the maximum boost clock
+    # for their kind of math (lecture_utils.measured_checks.datasheet_peak_check).
     beatable: bool = False
 
     def peak(self, precision: Precision, *, sparse: bool = False) -> float:

@@ -119,8 +119,9 @@ def one_core_check(busy_cores: NonNegativeFloat, threads: PositiveInt, mkl: bool
 def datasheet_peak_check(achieved: PositiveFloat, peak: PositiveFloat, beatable: bool, source: str) -> Check:
     """A GPU's measured FLOP/s is at most its datasheet row, where that row is the card's ceiling (notebook 04).
 
-    Data-centre rows are at the card's maximum boost clock: no measurement beats them. A GeForce
-    card runs above the spec boost clock its row assumes (GPU Boost), so there it is printed.
+    A data-centre row is computed at the maximum boost clock NVIDIA gives for that kind of math (the
+    H100 SXM: 1,830 MHz on tensor cores, 1,980 MHz otherwise; H100 whitepaper, Table 3), so no run
+    beats it. A GeForce card runs above the spec boost clock its row assumes (GPU Boost): printed.
     """
     text = f"{achieved / 1e12:.1f} TFLOP/s measured against {peak / 1e12:.1f} TFLOP/s ({source})"
     if beatable:
