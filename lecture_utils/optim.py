@@ -14,10 +14,9 @@ skips parameters without a gradient and checks the hyperparameters. Every class 
 State lives in `self.state[p]` as tensors shaped like the parameter, so state_dict() round-trips
 it; they take the parameter's dtype, as torch.optim's do, unless `state_dtype` names a wider one
 (fp32 state beside bf16 weights, as the 2026 lecture counts bytes; with no fp32 master copy, each
-update is then rounded into p). Step
-counters are Python ints (no tensor memory), so the state bytes are exactly `state_tensors` (0, 1
-or 2) times the parameter's element count times the state's element size: the count
-lecture_utils.accounting's recipes read off the class.
+update is then rounded into p). Step counters are Python ints (no tensor memory), so the state
+bytes are exactly `state_tensors` (0, 1 or 2) times the parameter's element count times the
+state's element size: the count lecture_utils.accounting's recipes read off the class.
 """
 
 import math

@@ -61,7 +61,8 @@ def start_paused_save(obj: object, path: str | Path, timeout_s: PositiveFloat = 
     if off_cpu is not None:  # checked before forking: the child could not copy it to the host
         raise ValueError(
             f"{off_cpu[0]} is on {off_cpu[1]}, not the CPU: a forked process cannot copy GPU memory "
-            "to the host. Load the checkpoint with torch.load(..., map_location='cpu') or move it first."
+            "to the host. Load the checkpoint with torch.load(..., weights_only=True, map_location='cpu') "
+            "or move it first."
         )
     if "fork" not in mp.get_all_start_methods():
         raise RuntimeError("start_paused_save needs the 'fork' start method (Linux or macOS)")

@@ -156,10 +156,11 @@ def test_the_token_sweep_weight_is_at_least_twice_every_l2(row):
 
 @pytest.mark.parametrize("row", GPU_ROWS, ids=gpu_ids)
 def test_a_gpu_call_returns_before_its_matmul_is_done(row):
-    # notebook 04's 8192^3 fp32 matmul, at up to 1.15x the fastest fp32 row, against a slow launch
+    # notebook 04's 8192^3 fp32 matmul at 1.15x the card's fp32 row (the fastest row for a card the
+    # table refuses), against a slow launch
     fastest = max(a.peak("fp32") for a in ACCELERATORS.values() if "fp32" in a.dense)
     peak = ACCELERATORS[row.key].peak("fp32") if row.key else fastest
-    finished = 2 * 8192**3 / (1.15 * max(peak, fastest if row.key is None else peak))
+    finished = 2 * 8192**3 / (1.15 * peak)
     assert launch_check(100e-6, finished, True).ok
 
 
